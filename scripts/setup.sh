@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Idempotent setup: a .venv with torch pinned to the CPU build on this machine, then spadework.
+# Re-runs only when pyproject.toml or constraints.txt changed since the last successful setup.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+stamp=.venv/.setup-stamp
+want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+# torch first, exactly this version: any other spec pulls a multi-GB CUDA build.
+.venv/bin/python -m pip install -q -c constraints.txt "torch==2.13.0"
+.venv/bin/python -m pip install -q -c constraints.txt -e ".[models,dev]"
+echo "$want" > "$stamp"
+echo "setup: .venv ready ($(.venv/bin/python -c 'import torch, spadework; print("torch", torch.__version__, "spadework", spadework.__version__)'))"

@@ -1,0 +1,1 @@
+"""The environment contract and the parsers on both sides of it."""

@@ -1,0 +1,71 @@
+"""Frozen records that cross module boundaries.
+
+Records are identified by content (``env_id`` is the sha256 of the environment code), never by a
+file path. ``metadata`` dicts, where present, are for logging only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+
+def env_id_of(code: str) -> str:
+    """The identity of an environment: the sha256 hex digest of its code (UTF-8).
+
+    >>> env_id_of("x = 1")[:12]
+    '8ff436def145'
+    """
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class EnvSource:
+    """One environment module's code and what is known about it before it runs."""
+
+    code: str
+    class_name: str
+    setting: str = "games"  # "games" or "tool-use"
+    skill: str | None = None
+    name: str | None = None
+
+    @property
+    def env_id(self) -> str:
+        return env_id_of(self.code)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one named validation stage."""
+
+    stage: str
+    passed: bool
+    reason: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """All stages run on one candidate, in order; the first failure ends the run of stages."""
+
+    env_id: str | None
+    class_name: str | None
+    results: tuple[CheckResult, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.results) and all(r.passed for r in self.results)
+
+    @property
+    def failed(self) -> CheckResult | None:
+        return next((r for r in self.results if not r.passed), None)
+
+    @property
+    def failed_stage(self) -> str | None:
+        f = self.failed
+        return f.stage if f else None
+
+    @property
+    def reason(self) -> str:
+        f = self.failed
+        return f.reason if f else ""
