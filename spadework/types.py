@@ -69,3 +69,45 @@ class CheckReport:
     def reason(self) -> str:
         f = self.failed
         return f.reason if f else ""
+
+
+#: How an episode ended. A failure is recorded here, never raised into the loop.
+EPISODE_STATUSES = ("completed", "truncated", "timeout", "env_error", "policy_error")
+
+#: The two regret arms.
+ARMS = ("hint", "no_hint")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One assistant turn: exactly what was sampled (for the learner) and what the env answered."""
+
+    prompt_ids: tuple[int, ...]
+    output_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    text: str
+    action: str
+    observation: str
+    reward: float
+    finish_reason: str
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One play of one environment instance by the agent, in one arm.
+
+    ``seed`` is the instance: both arms play the same seeds (see ``spadework.seeding``).
+    ``status`` is one of :data:`EPISODE_STATUSES`; ``error`` says why when it is not a normal end.
+    """
+
+    env_id: str
+    arm: str
+    play_index: int
+    seed: int
+    turns: tuple[Turn, ...]
+    rewards: tuple[float, ...]
+    terminated: bool
+    truncated: bool
+    status: str
+    error: str = ""
+    seconds: float = 0.0
