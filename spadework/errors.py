@@ -76,3 +76,7 @@ class PolicyError(SpadeworkError):
 
 class ArchiveError(SpadeworkError):
     """The run archive cannot be read or written (corrupt file, newer schema, locked)."""
+
+
+class CorpusError(SpadeworkError):
+    """A document corpus cannot be loaded or fetched (missing file, no documents, no library)."""
