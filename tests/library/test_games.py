@@ -1,0 +1,139 @@
+"""Every starter game, against the contract and the checks the validator will run on it."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from conftest import as_actions, play, random_action
+
+SEEDS = range(20)
+RANDOM_EPISODES = 60
+GENERIC_ACTIONS = [
+    "", "\\boxed{}", "\\boxed{1}", "\\boxed{0}", "\\boxed{up}", "\\boxed{right 2}",
+    "\\boxed{1 2 3 4}", "\\boxed{1 1}", "\\boxed{answer 1 1 1 1}", "\\boxed{answer 1 heavy}",
+    "\\boxed{toggle 1}", "\\boxed{2 + 3}", "hello",
+]
+
+
+def check_step(result) -> None:
+    obs, reward, terminated, truncated, info = result
+    assert isinstance(obs, str) and obs
+    assert isinstance(reward, float) and math.isfinite(reward) and -1.0 <= reward <= 1.0
+    assert type(terminated) is bool and type(truncated) is bool
+    assert isinstance(info, dict)
+
+
+def test_metadata_and_contract_types(game, env_class):
+    assert game.setting == "games"
+    env = env_class()
+    assert isinstance(env.max_turns, int) and env.max_turns >= 2
+    obs, info = env.reset(seed=3)
+    assert isinstance(obs, str) and "\\boxed{" in obs and isinstance(info, dict)
+    assert str(env.max_turns) in obs, "the observation states the turns left"
+    for action in ["\\boxed{1}", "\\boxed{test}", "\\boxed{42}", "nothing boxed"]:
+        check_step(env.step(action))
+    if hasattr(env, "hint"):
+        assert isinstance(env.hint(), str) and env.hint()
+
+
+def test_seeded_reset_is_deterministic(env_class):
+    rng = random.Random(7)
+    first, second = env_class(), env_class()
+    for seed in (0, 1, 12345):
+        obs1, info1 = first.reset(seed=seed)
+        obs2, info2 = second.reset(seed=seed)
+        assert obs1 == obs2 and info1 == info2
+        assert first.solution() == second.solution()
+        obs = obs1
+        for _ in range(first.max_turns):
+            action = random_action(rng, obs)
+            r1, r2 = first.step(action), second.step(action)
+            assert r1 == r2
+            obs = r1[0]
+            if r1[2] or r1[3]:
+                break
+    assert env_class().reset(seed=None) == env_class().reset(seed=None)
+
+
+def test_different_seeds_give_different_instances(env_class):
+    env = env_class()
+    observations = {env.reset(seed=s)[0] for s in range(10)}
+    assert len(observations) >= 8
+
+
+def test_solution_wins_from_every_seed(env_class):
+    env = env_class()
+    for seed in SEEDS:
+        env.reset(seed=seed)
+        actions = as_actions(env.solution())
+        assert 1 <= len(actions) <= env.max_turns, f"seed {seed}: solution needs {len(actions)} turns"
+        results, won = play(env, actions)
+        for r in results:
+            check_step(r)
+        assert won, f"seed {seed}: solution {actions} ends with {results[-1][:4]}"
+        assert results[-1][1] == 1.0 and results[-1][2] is True
+
+
+def test_solution_is_computed_from_the_state(env_class):
+    env = env_class()
+    solutions = set()
+    for seed in range(10):
+        env.reset(seed=seed)
+        solutions.add(tuple(as_actions(env.solution())))
+    assert len(solutions) >= 8
+
+
+def test_random_actions_rarely_win(env_class):
+    env = env_class()
+    wins = 0
+    for episode in range(RANDOM_EPISODES):
+        rng = random.Random(1000 + episode)
+        obs, _ = env.reset(seed=episode)
+        for _ in range(env.max_turns):
+            obs, reward, terminated, truncated, _ = env.step(random_action(rng, obs))
+            if terminated or truncated:
+                wins += terminated and reward > 0
+                break
+    assert wins <= 0.05 * RANDOM_EPISODES
+
+
+def test_empty_and_repeated_actions_never_win(env_class):
+    env = env_class()
+    for seed in SEEDS:
+        for action in GENERIC_ACTIONS:
+            env.reset(seed=seed)
+            results, won = play(env, [action] * env.max_turns)
+            assert not won, f"seed {seed}: repeating {action!r} won"
+            assert results[-1][3] or results[-1][2], "max_turns replies end the episode"
+
+
+def test_single_answer_not_in_first_observation(env_class):
+    env = env_class()
+    for seed in SEEDS:
+        obs, _ = env.reset(seed=seed)
+        solution = env.solution()
+        if isinstance(solution, str):
+            answer = solution.removeprefix("\\boxed{").removesuffix("}").strip()
+            assert answer not in obs, f"seed {seed}: answer {answer!r} shown"
+
+
+def test_truncates_at_max_turns(env_class):
+    for max_turns in (3, 7):
+        env = env_class(max_turns=max_turns)
+        env.reset(seed=5)
+        for turn in range(1, max_turns + 1):
+            obs, reward, terminated, truncated, _ = env.step("\\boxed{not a move}")
+            assert not terminated and reward == 0.0
+            assert truncated is (turn == max_turns)
+        check_step(env.step("\\boxed{not a move}"))
+
+
+def test_malformed_reply_gets_format_reminder(env_class):
+    env = env_class()
+    env.reset(seed=2)
+    for reply in ["I think the answer is 4", "\\boxed{", "\\boxed{{}}", "\\boxed{%%%}", "\x00", "9" * 5000]:
+        obs, reward, terminated, truncated, info = env.step(reply)
+        assert reward == 0.0 and not terminated
+        assert "\\boxed{" in obs, "the reply is reminded of the action format"
+        env.reset(seed=2)

@@ -1,0 +1,63 @@
+"""starter_envs / starter_env: listing by source, never by import."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from spadework.env.contract import find_env_class
+from spadework.errors import ConfigError, ContractError
+from spadework.library import GAME_SKILLS, parse_source, starter_env, starter_envs
+
+
+def test_games_cover_every_skill_with_distinct_files():
+    games = starter_envs("games")
+    assert len(games) >= 8
+    assert {g.skill for g in games} == set(GAME_SKILLS)
+    assert len({g.env_id for g in games}) == len(games)
+    assert [g.name for g in games] == sorted(g.name for g in games)
+
+
+def test_listing_reads_metadata_without_importing():
+    before = set(sys.modules)
+    envs = starter_envs()
+    assert not {m for m in set(sys.modules) - before if "library." in m}
+    for env in envs:
+        assert env.class_name == find_env_class(env.code)
+        assert f'ENV_CLASS = "{env.class_name}"' in env.code
+        assert "spadework" not in env.code.split('"""', 2)[-1], "environments never import spadework"
+
+
+def test_settings_filter_and_union():
+    everything = starter_envs()
+    games, tools = starter_envs("games"), starter_envs("tool-use")
+    assert {e.name for e in games} | {e.name for e in tools} == {e.name for e in everything}
+    assert all(e.setting == "tool-use" for e in tools)
+    with pytest.raises(ConfigError, match="unknown setting"):
+        starter_envs("chess")
+
+
+def test_starter_env_by_name():
+    first = starter_envs("games")[0]
+    assert starter_env(first.name) == first
+    with pytest.raises(ConfigError, match=first.name):
+        starter_env("no-such-game")
+
+
+def test_missing_or_bad_metadata_is_a_clear_error():
+    body = "class A:\n    def reset(self, seed=None): ...\n    def step(self, action): ...\n"
+    with pytest.raises(ContractError, match="lacks SETTING and SKILL"):
+        parse_source(body, "bare")
+    with pytest.raises(ContractError, match="lacks SKILL"):
+        parse_source('SETTING = "games"\n' + body, "half")
+    with pytest.raises(ContractError, match="games use one of"):
+        parse_source('SETTING = "games"\nSKILL = "juggling"\n' + body, "odd")
+    with pytest.raises(ContractError, match="SETTING is 'board'"):
+        parse_source('SETTING = "board"\nSKILL = "optimization"\n' + body, "odd")
+    with pytest.raises(ContractError, match="'helpers'.*no environment class"):
+        parse_source('SETTING = "games"\nSKILL = "optimization"\nclass A: pass\n', "helpers")
+    with pytest.raises(ContractError, match="syntax error"):
+        parse_source("def (:", "broken")
+    ok = parse_source('SETTING = "games"\nSKILL = "optimization"\n' + body, "ok")
+    assert (ok.class_name, ok.skill, ok.name) == ("A", "optimization", "ok")
