@@ -9,11 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spadework.env.toolenv import (
+    Instruction,
     ToolCall,
     ToolCallFormatError,
+    ToolEnv,
+    ToolError,
+    answers_match,
     format_tool_call,
     parse_answer,
     parse_tool_calls,
+    schema_error,
 )
 
 # ---------------------------------------------------------------- parser: real model-style replies
@@ -171,3 +176,202 @@ def test_several_formatted_calls_round_trip(pairs, style):
 def test_xml_style_refuses_unwritable_names():
     with pytest.raises(ValueError, match="XML style"):
         format_tool_call(ToolCall("f", {"a b": 1}), "xml")
+
+
+# ---------------------------------------------------------------- the base class
+
+
+class CounterEnv(ToolEnv):
+    """A small real tool environment: counters to read and add to, in three dependent steps."""
+
+    def declare_tools(self):
+        return {
+            "read": {"description": "Read a counter.",
+                     "parameters": {"type": "object", "required": ["name"],
+                                    "properties": {"name": {"type": "string",
+                                                            "enum": ["a", "b"]}}}},
+            "add": {"description": "Add to a counter.",
+                    "parameters": {"type": "object", "required": ["name", "amount"],
+                                   "properties": {"name": {"type": "string", "enum": ["a", "b"]},
+                                                  "amount": {"type": "integer", "minimum": 1},
+                                                  "note": {"type": "object",
+                                                           "properties": {
+                                                               "tags": {"type": "array",
+                                                                        "items": {"type": "string"}},
+                                                               "urgent": {"type": "boolean"}}}}}},
+            "noop": {"description": "Does nothing.", "parameters": {}},
+        }
+
+    def tool_read(self, name):
+        return f"{name} = {self.counters[name]}"
+
+    def tool_add(self, name, amount, note=None):
+        if self.counters[name] + amount > 100:
+            raise ToolError(f"counter {name} would exceed 100")
+        self.counters[name] += amount
+        self.notes.append(note)
+        return {"name": name, "value": self.counters[name]}
+
+    def tool_noop(self):
+        return "ok"
+
+    def reset(self, seed=None):
+        self.counters, self.notes = {"a": 3, "b": 5}, []
+        return self.start("Two counters a and b.", [
+            Instruction("Read counter a.", lambda: self.called("read", name="a")),
+            Instruction("Add 2 to counter b.", lambda: self.counters["b"] >= 7),
+            Instruction("Report a + b.", lambda: True),
+        ])
+
+    def expected_answer(self):
+        return str(self.counters["a"] + self.counters["b"])
+
+    def solution(self):
+        return [self.reply_call("read", name="a"), self.reply_call("add", name="b", amount=2),
+                self.reply_answer(self.counters["a"] + self.counters["b"] + 2)]
+
+
+def _env(**kw):
+    env = CounterEnv(**kw)
+    env.reset(seed=0)
+    return env
+
+
+def test_first_observation_lists_step_one_and_tools_but_not_later_steps():
+    obs, info = CounterEnv().reset(seed=0)
+    assert "Read counter a." in obs and "Add 2" not in obs
+    assert "add(name: \"a\"|\"b\", amount: integer, note?: object)" in obs
+    assert info == {"tool_calls": 0, "tool_errors": 0, "turn": 0, "steps_done": 0, "steps": 3}
+
+
+def test_tools_in_openai_format():
+    tools = _env().tools()
+    assert [t["function"]["name"] for t in tools] == ["read", "add", "noop"]
+    assert tools[2] == {"type": "function", "function": {
+        "name": "noop", "description": "Does nothing.",
+        "parameters": {"type": "object", "properties": {}}}}
+
+
+def test_solution_wins_and_steps_are_revealed_in_order():
+    env = _env()
+    observations = []
+    for reply in env.solution():
+        obs, reward, terminated, truncated, info = env.step(reply)
+        observations.append(obs)
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    assert "Next instruction (step 2 of 3): Add 2 to counter b." in observations[0]
+    assert "step 3 of 3" in observations[1] and "value: 7" in observations[1]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "needle"),
+    [
+        ({"name": "b", "amount": "2"}, "argument 'amount' must be integer, got string \"2\""),
+        ({"name": "b", "amount": 2.5}, "must be integer, got number 2.5"),
+        ({"name": "b", "amount": True}, "must be integer, got boolean true"),
+        ({"name": "c", "amount": 2}, "argument 'name' must be one of \"a\", \"b\""),
+        ({"name": "b"}, "missing required argument 'amount'"),
+        ({"name": "b", "amount": 2, "colour": 1}, "unknown argument 'colour' (allowed: name, amount, note)"),
+        ({"name": "b", "amount": 0}, "must be between 1 and inf"),
+        ({"name": "b", "amount": 2, "note": {"tags": ["x", 3]}}, "argument 'note.tags[1]' must be string"),
+        ({"name": "b", "amount": 2, "note": {"urgent": 1}}, "argument 'note.urgent' must be boolean"),
+        ({"name": "b", "amount": 2, "note": {"when": 1}}, "unknown argument 'note.when'"),
+    ],
+)
+def test_schema_errors_come_back_as_observations(arguments, needle):
+    env = _env()
+    env.step(env.reply_call("read", name="a"))
+    obs, reward, terminated, truncated, info = env.step(env.reply_call("add", **arguments))
+    assert needle in obs, obs
+    assert "Usage: add(" in obs
+    assert (reward, terminated, info["tool_errors"]) == (0.0, False, 1)
+    assert env.counters["b"] == 5
+
+
+def test_integral_float_is_accepted_as_integer_and_converted():
+    env = _env()
+    text, ok = env.execute_tool("add", {"name": "b", "amount": 2.0})
+    assert ok and env.counters["b"] == 7 and isinstance(env.call_history[-1].arguments["amount"], int)
+
+
+def test_unknown_tool_lists_available_ones_and_tool_error_is_shown():
+    env = _env()
+    assert env.execute_tool("delete", {}) == (
+        "Error: unknown tool 'delete'. Available tools: read, add, noop.", False)
+    text, ok = env.execute_tool("add", {"name": "a", "amount": 98})
+    assert (text, ok) == ("Error: counter a would exceed 100", False)
+    assert env.call_history == []
+
+
+def test_answer_before_steps_done_names_the_open_step():
+    env = _env()
+    obs, reward, terminated, truncated, _ = env.step("<answer>10</answer>")
+    assert "step 1 of 3 is still open" in obs and "Read counter a." in obs
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    env.step(env.reply_call("read", name="a"))
+    obs, *_ = env.step("<answer>10</answer>")
+    assert "step 2 of 3 is still open" in obs
+
+
+def test_wrong_final_answer_ends_the_episode():
+    env = _env()
+    for reply in env.solution()[:-1]:
+        env.step(reply)
+    obs, reward, terminated, truncated, _ = env.step("<answer>11</answer>")
+    assert (reward, terminated, truncated) == (0.0, True, False)
+    assert env.step("<answer>10</answer>")[1:4] == (0.0, False, True)
+
+
+def test_format_errors_get_small_penalty_and_reason():
+    env = _env()
+    obs, reward, terminated, truncated, _ = env.step("I think I should read a.")
+    assert reward == -0.05 and not terminated and "no tool call and no answer" in obs
+    obs, reward, *_ = env.step('<tool_call>{"name": "read", "arguments": {"name": }</tool_call>')
+    assert reward == -0.05 and "invalid JSON at line 1 column" in obs
+
+
+def test_several_calls_per_turn_cap_and_ignored_answer():
+    env = _env()
+    env.max_calls_per_turn = 2
+    reply = "".join(env.reply_call("noop") for _ in range(3)) + "<answer>8</answer>"
+    obs, reward, terminated, truncated, info = env.step(reply)
+    assert info["tool_calls"] == 2 and "1 more call(s) skipped" in obs
+    assert "<answer> was ignored" in obs and not terminated
+
+
+def test_truncation_at_max_turns_counts_tool_turns():
+    env = _env(max_turns=3)
+    flags = [env.step(env.reply_call("noop"))[2:4] for _ in range(3)]
+    assert flags == [(False, False), (False, False), (False, True)]
+
+
+def test_step_before_reset_raises():
+    with pytest.raises(RuntimeError, match="reset"):
+        CounterEnv().step("<answer>1</answer>")
+
+
+def test_trivial_first_step_is_refused():
+    class Trivial(CounterEnv):
+        def reset(self, seed=None):
+            self.counters = {"a": 1, "b": 1}
+            return self.start("x", [Instruction("nothing", lambda: True)])
+
+    with pytest.raises(ValueError, match="already met"):
+        Trivial().reset(0)
+
+
+def test_declared_tool_without_method_is_a_bug():
+    class Missing(CounterEnv):
+        def declare_tools(self):
+            return {"fly": {"description": "x", "parameters": {}}}
+
+    with pytest.raises(TypeError, match="tool_fly"):
+        Missing().reset(0)
+
+
+def test_answers_match_rules():
+    assert answers_match("$1,000", "1000.0000001")
+    assert not answers_match("1000.01", "1000")
+    assert answers_match("0", "0.0") and answers_match("DONE", "done")
+    assert schema_error([1, 2], {"type": "array", "maxItems": 1}) == \
+        "arguments has 2 items, outside the allowed range"
