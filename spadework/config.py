@@ -14,3 +14,8 @@ def home_dir() -> Path:
     """Where spadework keeps caches (models, corpus): ``$SPADEWORK_HOME``, else ``~/.cache/spadework``."""
     env = os.environ.get("SPADEWORK_HOME")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "spadework"
+
+
+def model_cache_dir() -> Path:
+    """Where pulled models live: ``home_dir() / "models"`` (see ``spadework.policy.registry``)."""
+    return home_dir() / "models"

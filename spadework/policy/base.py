@@ -1,0 +1,178 @@
+"""The Policy protocol: batched chat in, completions with token ids and logprobs out.
+
+Every backend (transformers, an OpenAI-compatible server) implements ``chat``. The learner trains
+on exactly what was sampled, so a ``Completion`` carries the prompt token ids, the output token
+ids and one logprob per output token, not only text.
+
+Logprob convention (all backends): the log-probability of each sampled token under the *raw
+model distribution at the sampling temperature*, ``log_softmax(logits / T)``, before top-k / top-p
+truncation (``T = 1`` for greedy decoding). Why: the learner recomputes
+``log_softmax(logits / T)`` by a teacher-forced forward pass; truncation is not reproducible there
+(the nucleus boundary moves with tiny numeric changes) and renormalising over the nucleus would
+add a per-step constant to every importance ratio. This is what vLLM returns by default and what
+GRPO with truncated importance sampling (TIS) expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from spadework.errors import ConfigError
+
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample. ``temperature == 0`` means greedy; ``top_k == 0`` and ``top_p == 1`` are off.
+
+    ``n`` samples are drawn per conversation. ``stop`` strings end a completion (the text excludes
+    the stop string, as in the OpenAI API). ``seed`` makes sampling reproducible: sample ``j`` of
+    conversation ``i`` draws from its own generator seeded from ``(seed, i, j)``, so a row's
+    tokens do not depend on which other rows share its batch (up to float rounding of padding).
+
+    >>> SamplingParams(temperature=0.6, top_k=20).top_k
+    20
+    >>> SamplingParams(temperature=-1)
+    Traceback (most recent call last):
+    ...
+    spadework.errors.ConfigError: temperature must be >= 0 (0 = greedy), got -1
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_tokens: int = 256
+    n: int = 1
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ConfigError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ConfigError(f"top_k must be >= 0 (0 = off), got {self.top_k}")
+        if self.max_tokens < 1:
+            raise ConfigError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.n < 1:
+            raise ConfigError(f"n must be >= 1, got {self.n}")
+        if isinstance(self.stop, str):
+            object.__setattr__(self, "stop", (self.stop,))
+        if any(not s for s in self.stop):
+            raise ConfigError("stop strings must be non-empty")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One chat to continue: messages (OpenAI-style dicts), optional tool schemas, thinking switch.
+
+    ``tools`` are JSON-schema tool declarations handed to the chat template (tool-use settings).
+    ``thinking`` is passed as ``enable_thinking`` where the template has that switch; ``None``
+    keeps the template's default.
+    """
+
+    messages: tuple[Mapping[str, Any], ...]
+    tools: tuple[Mapping[str, Any], ...] = ()
+    thinking: bool | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "messages", tuple(self.messages))
+        object.__setattr__(self, "tools", tuple(self.tools))
+        for m in self.messages:
+            if not isinstance(m, Mapping) or "role" not in m:
+                raise ConfigError(f"each message must be a dict with a 'role', got {m!r:.80}")
+
+
+ConversationLike = Conversation | Sequence[Mapping[str, Any]] | str
+
+
+def as_conversation(item: ConversationLike) -> Conversation:
+    """Accept a ``Conversation``, a list of message dicts, or a bare user prompt string.
+
+    >>> as_conversation("hi").messages
+    ({'role': 'user', 'content': 'hi'},)
+    """
+    if isinstance(item, Conversation):
+        return item
+    if isinstance(item, str):
+        return Conversation(messages=({"role": "user", "content": item},))
+    return Conversation(messages=tuple(item))
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled reply.
+
+    ``output_ids`` include the end-of-sequence token when the model emitted one (the learner must
+    learn to stop) and the token that completed a stop string; ``text`` excludes both.
+    ``logprobs[k]`` is the logprob of ``output_ids[k]`` (see the module docstring), so the two
+    have equal length; a backend that cannot supply logprobs returns an empty tuple.
+    ``ids_from`` says how trustworthy the ids are: ``"model"`` (sampled locally, exact),
+    ``"server"`` (the server reported ids), ``"retokenized"`` (rebuilt from text locally; may
+    differ from what the server sampled).
+    """
+
+    text: str
+    prompt_ids: tuple[int, ...]
+    output_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    finish_reason: FinishReason
+    ids_from: str = "model"
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.logprobs and len(self.logprobs) != len(self.output_ids):
+            raise ValueError(
+                f"{len(self.logprobs)} logprobs for {len(self.output_ids)} output tokens"
+            )
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """A model that continues chats.
+
+    ``chat`` returns ``len(conversations) * params.n`` completions, conversation-major:
+    the ``n`` samples of conversation 0, then those of conversation 1, and so on. It raises
+    ``PolicyError`` (with the cause) when the backend fails, never hangs, and never returns a
+    partial list. ``context_length`` is the model's token window (prompt plus output).
+    """
+
+    @property
+    def context_length(self) -> int: ...
+
+    def chat(
+        self, conversations: Sequence[ConversationLike], params: SamplingParams
+    ) -> list[Completion]: ...
+
+
+def template_has_thinking(template: str | None) -> bool:
+    """Whether a chat template reads an ``enable_thinking`` switch.
+
+    >>> template_has_thinking("{% if enable_thinking %}<think>{% endif %}")
+    True
+    >>> template_has_thinking(None)
+    False
+    """
+    return bool(template) and "enable_thinking" in template
+
+
+def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
+    """Cut ``text`` before the earliest stop string; return (text, whether one was found).
+
+    >>> cut_at_stop("abc</a>def</b>", ["</b>", "</a>"])
+    ('abc', True)
+    >>> cut_at_stop("abc", ["x"])
+    ('abc', False)
+    """
+    hits = [i for i in (text.find(s) for s in stops) if i >= 0]
+    if not hits:
+        return text, False
+    return text[: min(hits)], True

@@ -1,0 +1,333 @@
+"""The transformers backend: the default policy, trainable in place, CPU or CUDA.
+
+Sampling is our own loop over ``model.forward`` with a KV cache, not ``generate()``, so that the
+logprob of every sampled token is computed once, by one function (``token_logprobs``), the same
+one a teacher-forced pass uses; the test suite checks the two agree. Batches are left-padded with
+explicit position ids, so a row's result does not depend on how long its neighbours are (up to
+float rounding). See ``spadework.policy.base`` for the logprob convention.
+
+``HFPolicy.model`` and ``HFPolicy.tokenizer`` are the live objects: the learner updates the module
+in place and the next ``chat`` call samples from the new weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from spadework.errors import PolicyError
+from spadework.policy.base import (
+    Completion,
+    ConversationLike,
+    SamplingParams,
+    as_conversation,
+    cut_at_stop,
+    template_has_thinking,
+)
+
+
+def derive_seed(seed: int, conversation: int, sample: int) -> int:
+    """The generator seed of sample ``sample`` of conversation ``conversation`` (63-bit).
+
+    >>> derive_seed(0, 0, 0) == derive_seed(0, 0, 0) != derive_seed(0, 0, 1)
+    True
+    """
+    digest = hashlib.sha256(f"{seed}:{conversation}:{sample}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
+def token_logprobs(logits: Any, token_ids: Any, temperature: float) -> Any:
+    """``log_softmax(logits / T)`` at ``token_ids`` (``T = 1`` when ``temperature == 0``).
+
+    ``logits``: float tensor ``[..., V]``; ``token_ids``: long tensor ``[...]``. Computed in fp32.
+    """
+    import torch
+
+    t = temperature if temperature > 0 else 1.0
+    logp = torch.log_softmax(logits.float() / t, dim=-1)
+    return logp.gather(-1, token_ids.unsqueeze(-1)).squeeze(-1)
+
+
+def teacher_forced_logprobs(
+    model: Any, prompt_ids: Sequence[int], output_ids: Sequence[int], temperature: float = 1.0
+) -> list[float]:
+    """Logprobs of ``output_ids`` after ``prompt_ids`` by one full forward pass (no cache)."""
+    import torch
+
+    device = next(model.parameters()).device
+    ids = torch.tensor([list(prompt_ids) + list(output_ids)], device=device)
+    with torch.inference_mode():
+        logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1 : -1]
+    target = torch.tensor(list(output_ids), device=device)
+    return token_logprobs(logits, target, temperature).tolist()
+
+
+def filter_logits(logits: Any, top_k: int, top_p: float) -> Any:
+    """Set logits outside the top-k and outside the top-p nucleus to ``-inf`` (rows independent).
+
+    The nucleus is the smallest set of most likely tokens whose probability reaches ``top_p``;
+    the most likely token is always kept.
+    """
+    import torch
+
+    out = logits
+    if top_k > 0 and top_k < out.shape[-1]:
+        kth = torch.topk(out, top_k, dim=-1).values[..., -1:]
+        out = out.masked_fill(out < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = torch.sort(out, dim=-1, descending=True)
+        probs = torch.softmax(sorted_logits.double(), dim=-1)
+        before = probs.cumsum(-1) - probs  # mass of strictly more likely tokens
+        drop_sorted = before >= top_p
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        out = out.masked_fill(drop, float("-inf"))
+    return out
+
+
+def sample_tokens(logits: Any, params: SamplingParams, generators: Sequence[Any]) -> tuple[Any, Any]:
+    """Pick one token per row and its logprob (module convention). Row ``r`` uses ``generators[r]``.
+
+    Inverse-CDF sampling with one uniform draw per row from that row's own generator, so rows
+    are independent of each other and of the batch size.
+    """
+    import torch
+
+    if params.greedy:
+        tokens = logits.argmax(-1)
+        return tokens, token_logprobs(logits, tokens, 0.0)
+    scaled = logits.float() / params.temperature
+    probs = torch.softmax(filter_logits(scaled, params.top_k, params.top_p).double(), dim=-1)
+    cdf = probs.cumsum(-1)
+    u = torch.stack([torch.rand((), generator=g, dtype=torch.float64) for g in generators])
+    u = u.to(cdf.device) * cdf[:, -1]
+    tokens = torch.searchsorted(cdf, u.unsqueeze(-1), right=True).squeeze(-1)
+    tokens = tokens.clamp(max=logits.shape[-1] - 1)
+    return tokens, token_logprobs(logits, tokens, params.temperature)
+
+
+def chat_prompt_ids(tokenizer: Any, conversation: ConversationLike) -> list[int]:
+    """Render a conversation with the tokenizer's chat template (tools and thinking switch
+    passed through) and tokenise it, ready for the assistant's answer."""
+    conv = as_conversation(conversation)
+    kwargs: dict[str, Any] = {}
+    if conv.tools:
+        kwargs["tools"] = [dict(t) for t in conv.tools]
+    if conv.thinking is not None and template_has_thinking(tokenizer.chat_template):
+        kwargs["enable_thinking"] = conv.thinking
+    try:
+        text = tokenizer.apply_chat_template(
+            [dict(m) for m in conv.messages], tokenize=False, add_generation_prompt=True, **kwargs
+        )
+    except (ValueError, TypeError, KeyError) as e:  # jinja errors derive from these
+        raise PolicyError(f"the chat template could not render this conversation: {e}") from e
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+class HFPolicy:
+    """A ``Policy`` over a transformers causal LM and its tokenizer (chat template included).
+
+    ``max_batch_size`` rows (conversation x sample) are generated together; more are done in
+    chunks, grouped by prompt length to waste little on padding. A prompt at or over the
+    context raises ``PolicyError``; otherwise ``max_tokens`` is cut to what the context has left
+    and the completion then ends with ``finish_reason == "length"``.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, max_batch_size: int = 16) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_batch_size = max_batch_size
+        cfg = model.config
+        self._context = int(
+            getattr(cfg, "max_position_embeddings", 0) or tokenizer.model_max_length
+        )
+        eos = {tokenizer.eos_token_id}
+        gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        eos.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])
+        self.stop_token_ids = frozenset(i for i in eos if i is not None)
+        if not self.stop_token_ids:
+            raise PolicyError("the tokenizer has no end-of-sequence token; set tokenizer.eos_token")
+        pad = tokenizer.pad_token_id
+        self.pad_token_id = pad if pad is not None else min(self.stop_token_ids)
+
+    @property
+    def context_length(self) -> int:
+        return self._context
+
+    @property
+    def device(self) -> Any:
+        return next(self.model.parameters()).device
+
+    def prompt_ids(self, conversation: ConversationLike) -> list[int]:
+        """Token ids of the conversation rendered by the tokenizer's chat template, ready to answer."""
+        return chat_prompt_ids(self.tokenizer, conversation)
+
+    def chat(
+        self, conversations: Sequence[ConversationLike], params: SamplingParams
+    ) -> list[Completion]:
+        """Sample ``params.n`` completions per conversation; see ``Policy.chat``."""
+        return self.generate_ids([self.prompt_ids(c) for c in conversations], params)
+
+    def generate_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[Completion]:
+        """Continue raw token-id prompts (no template); same ordering and errors as ``chat``."""
+        prompts = [list(p) for p in prompts]
+        for i, p in enumerate(prompts):
+            if not p:
+                raise PolicyError(f"prompt {i} is empty")
+            if len(p) >= self._context:
+                raise PolicyError(
+                    f"prompt {i} has {len(p)} tokens but the model's context is "
+                    f"{self._context}; shorten it (drop early turns or the document)"
+                )
+        base_seed = params.seed if params.seed is not None else secrets.randbits(63)
+        rows = [(i, j) for i in range(len(prompts)) for j in range(params.n)]
+        order = sorted(range(len(rows)), key=lambda r: len(prompts[rows[r][0]]))
+        results: dict[int, Completion] = {}
+        for start in range(0, len(order), self.max_batch_size):
+            chunk = order[start : start + self.max_batch_size]
+            done = self._generate(
+                [prompts[rows[r][0]] for r in chunk],
+                [derive_seed(base_seed, *rows[r]) for r in chunk],
+                params,
+            )
+            results.update(zip(chunk, done))
+        return [results[r] for r in range(len(rows))]
+
+    def _generate(
+        self, prompts: list[list[int]], seeds: list[int], params: SamplingParams
+    ) -> list[Completion]:
+        import torch
+
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                return self._decode_loop(prompts, seeds, params)
+        finally:
+            self.model.train(was_training)
+
+    def _decode_loop(
+        self, prompts: list[list[int]], seeds: list[int], params: SamplingParams
+    ) -> list[Completion]:
+        import torch
+
+        dev = self.device
+        b, width = len(prompts), max(len(p) for p in prompts)
+        ids = torch.full((b, width), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((b, width), dtype=torch.long)
+        for r, p in enumerate(prompts):
+            ids[r, width - len(p) :] = torch.tensor(p)
+            mask[r, width - len(p) :] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        gens = [torch.Generator().manual_seed(s) for s in seeds]
+        budgets = [min(params.max_tokens, self._context - len(p)) for p in prompts]
+        rows = [_Row(budget) for budget in budgets]
+        out = self.model(
+            input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1
+        )
+        next_pos = pos[:, -1:] + 1
+        for _ in range(max(budgets)):
+            tokens, lps = sample_tokens(out.logits[:, -1, :], params, gens)
+            for r, (tok, lp) in enumerate(zip(tokens.tolist(), lps.tolist())):
+                if not rows[r].finished:
+                    rows[r].push(tok, lp, self, params.stop)
+            if all(row.finished for row in rows):
+                break
+            feed = torch.tensor(
+                [self.pad_token_id if row.finished else row.ids[-1] for row in rows], device=dev
+            )
+            mask = torch.cat([mask, torch.ones((b, 1), dtype=mask.dtype, device=dev)], dim=-1)
+            out = self.model(
+                input_ids=feed.unsqueeze(-1),
+                attention_mask=mask,
+                position_ids=next_pos,
+                cache=out.cache,
+                use_cache=True,
+            )
+            next_pos = next_pos + 1
+        return [row.completion(prompt, self, params.stop) for row, prompt in zip(rows, prompts)]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of output ids, without a trailing end-of-sequence token."""
+        if ids and ids[-1] in self.stop_token_ids:
+            ids = ids[:-1]
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+
+class _Row:
+    """Mutable bookkeeping of one row during decoding (local to one ``_decode_loop`` call)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.ids: list[int] = []
+        self.lps: list[float] = []
+        self.finished = False
+        self.reason = "length"
+
+    def push(self, tok: int, lp: float, policy: HFPolicy, stops: Sequence[str]) -> None:
+        self.ids.append(tok)
+        self.lps.append(lp)
+        if tok in policy.stop_token_ids:
+            self.finished, self.reason = True, "stop"
+        elif stops and cut_at_stop(policy.decode(self.ids), stops)[1]:
+            self.finished, self.reason = True, "stop"
+        elif len(self.ids) >= self.budget:
+            self.finished = True
+
+    def completion(self, prompt: list[int], policy: HFPolicy, stops: Sequence[str]) -> Completion:
+        text, _ = cut_at_stop(policy.decode(self.ids), stops)
+        return Completion(
+            text=text,
+            prompt_ids=tuple(prompt),
+            output_ids=tuple(self.ids),
+            logprobs=tuple(self.lps),
+            finish_reason="stop" if self.reason == "stop" else "length",
+        )
+
+
+def load_hf_policy(
+    model: str | Path | None = None,
+    *,
+    device: str = "cpu",
+    dtype: str | None = None,
+    max_batch_size: int = 16,
+    cache_dir: Path | None = None,
+) -> HFPolicy:
+    """Load a registry name (pulled on first use if licensed), a local HF folder, or a hub id.
+
+    ``dtype`` defaults to float32 on CPU and bfloat16 on CUDA. Registry models and folders load
+    with ``local_files_only=True``; only a hub id (``org/name`` that is not a folder) may touch
+    the network.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from spadework.policy.registry import resolve_model
+
+    path, local_only = resolve_model(model, cache_dir=cache_dir)
+    torch_dtype = getattr(torch, dtype) if dtype else (
+        torch.float32 if device == "cpu" else torch.bfloat16
+    )
+    try:
+        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=local_only)
+        lm = AutoModelForCausalLM.from_pretrained(
+            str(path), dtype=torch_dtype, local_files_only=local_only
+        )
+    except (OSError, ValueError) as e:
+        raise PolicyError(f"cannot load model {model!r} from {path}: {e}") from e
+    return HFPolicy(lm.to(device), tok, max_batch_size=max_batch_size)
+
+
+__all__ = [
+    "HFPolicy",
+    "chat_prompt_ids",
+    "derive_seed",
+    "filter_logits",
+    "load_hf_policy",
+    "sample_tokens",
+    "teacher_forced_logprobs",
+    "token_logprobs",
+]

@@ -1,0 +1,175 @@
+"""A small OpenAI-compatible server over ``HFPolicy`` (stdlib ``http.server``; ``spadework serve``).
+
+Why our own: ``transformers serve`` needs FastAPI/uvicorn and loads models by hub id or
+``repo:file.gguf``, and it does not return token ids. This server loads any folder the registry
+resolves, offline, and speaks the vLLM dialect the client reads: ``logprobs``,
+``return_tokens_as_token_ids`` (``token_id:N`` tokens), ``return_token_ids`` (``prompt_token_ids``
+and per-choice ``token_ids``), ``top_k``, ``seed``, ``stop``, ``tools`` and
+``chat_template_kwargs.enable_thinking``. Requests are served one at a time (a lock around the
+model); it is for tests, demos and a single user, not for throughput (use vLLM or SGLang there).
+
+Endpoints: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions``,
+``POST /v1/completions`` (``prompt``: a string or a list of token ids).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from spadework.errors import ConfigError, PolicyError
+from spadework.policy.base import Completion, Conversation, SamplingParams
+from spadework.policy.hf import HFPolicy
+
+_MAX_BODY = 16 << 20
+
+
+def params_from_body(body: dict[str, Any]) -> SamplingParams:
+    """Sampling parameters from an OpenAI request body (OpenAI defaults where absent)."""
+    stop = body.get("stop") or ()
+    try:
+        return SamplingParams(
+            temperature=float(body.get("temperature", 1.0)),
+            top_p=float(body.get("top_p", 1.0)),
+            top_k=max(0, int(body.get("top_k") or 0)),
+            max_tokens=int(body.get("max_tokens") or body.get("max_completion_tokens") or 16),
+            n=int(body.get("n", 1)),
+            stop=(stop,) if isinstance(stop, str) else tuple(stop),
+            seed=None if body.get("seed") is None else int(body["seed"]),
+        )
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"bad sampling parameter: {e}") from e
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "PolicyServer"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read stdout
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self._send(200, {"status": "ok"})
+        elif self.path == "/v1/models":
+            self._send(200, {"object": "list", "data": [{
+                "id": self.server.model_name, "object": "model", "owned_by": "spadework",
+                "max_model_len": self.server.policy.context_length}]})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > _MAX_BODY:
+                raise ConfigError(f"request body over {_MAX_BODY} bytes")
+            body = json.loads(self.rfile.read(length))
+            if not isinstance(body, dict):
+                raise ConfigError("the request body must be a JSON object")
+            if self.path == "/v1/chat/completions":
+                reply = self.server.chat_completion(body)
+            elif self.path == "/v1/completions":
+                reply = self.server.text_completion(body)
+            else:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+        except (json.JSONDecodeError, UnicodeDecodeError, ConfigError, PolicyError, KeyError) as e:
+            self._send(400, {"error": {"message": str(e), "type": type(e).__name__}})
+            return
+        self._send(200, reply)
+
+    def _send(self, code: int, obj: dict[str, Any]) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class PolicyServer(ThreadingHTTPServer):
+    """An HTTP server answering OpenAI requests with one ``HFPolicy``; one request at a time."""
+
+    daemon_threads = True
+
+    def __init__(self, policy: HFPolicy, model_name: str, host: str = "127.0.0.1",
+                 port: int = 0) -> None:
+        super().__init__((host, port), _Handler)
+        self.policy, self.model_name = policy, model_name
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def chat_completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        kwargs = body.get("chat_template_kwargs") or {}
+        conv = Conversation(messages=tuple(body["messages"]), tools=tuple(body.get("tools") or ()),
+                            thinking=kwargs.get("enable_thinking"))
+        params = params_from_body(body)
+        with self._lock:
+            prompt = self.policy.prompt_ids(conv)
+            done = self.policy.generate_ids([prompt], params)
+        choices = [{"index": k, "message": {"role": "assistant", "content": c.text},
+                    "finish_reason": c.finish_reason, **self._extras(body, c, chat=True)}
+                   for k, c in enumerate(done)]
+        return self._envelope("chat.completion", body, prompt, done, choices)
+
+    def text_completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = body["prompt"]
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+            prompt = prompt[0]
+        if isinstance(prompt, str):
+            prompt = list(self.policy.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        if not (isinstance(prompt, list) and all(isinstance(i, int) for i in prompt)):
+            raise ConfigError("prompt must be a string or a list of token ids")
+        params = params_from_body(body)
+        with self._lock:
+            done = self.policy.generate_ids([prompt], params)
+        choices = [{"index": k, "text": c.text, "finish_reason": c.finish_reason,
+                    **self._extras(body, c, chat=False)} for k, c in enumerate(done)]
+        return self._envelope("text_completion", body, prompt, done, choices)
+
+    def _extras(self, body: dict[str, Any], c: Completion, chat: bool) -> dict[str, Any]:
+        extras: dict[str, Any] = {}
+        if body.get("return_token_ids"):
+            extras["token_ids"] = list(c.output_ids)
+        if body.get("logprobs"):
+            as_ids = bool(body.get("return_tokens_as_token_ids"))
+            toks = [f"token_id:{i}" if as_ids else self.policy.tokenizer.decode([i])
+                    for i in c.output_ids]
+            if chat:
+                extras["logprobs"] = {"content": [{"token": t, "logprob": lp, "top_logprobs": []}
+                                                  for t, lp in zip(toks, c.logprobs)]}
+            else:
+                extras["logprobs"] = {"tokens": toks, "token_logprobs": list(c.logprobs)}
+        return extras
+
+    def _envelope(self, kind: str, body: dict[str, Any], prompt: list[int],
+                  done: list[Completion], choices: list[dict[str, Any]]) -> dict[str, Any]:
+        reply: dict[str, Any] = {
+            "id": f"spadework-{uuid.uuid4().hex[:16]}", "object": kind, "created": int(time.time()),
+            "model": self.model_name, "choices": choices,
+            "usage": {"prompt_tokens": len(prompt),
+                      "completion_tokens": sum(len(c.output_ids) for c in done),
+                      "total_tokens": len(prompt) + sum(len(c.output_ids) for c in done)},
+        }
+        if body.get("return_token_ids"):
+            reply["prompt_token_ids"] = list(prompt)
+        return reply
+
+
+def serve(policy: HFPolicy, model_name: str, host: str = "127.0.0.1", port: int = 8000,
+          ready: Any = print) -> None:
+    """Serve until interrupted; ``ready`` is called once with the base URL (after binding)."""
+    server = PolicyServer(policy, model_name, host, port)
+    ready(server.url)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
