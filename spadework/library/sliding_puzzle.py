@@ -1,0 +1,147 @@
+"""The eight puzzle: slide numbered tiles back into order.
+
+A 3x3 tray holds tiles 1 to 8 and one empty square. A move slides a tile that is next to the empty
+square (above, below, left or right of it) into it. The tray starts scrambled, at least ten moves
+from the goal order, and must be solved within the turn budget, so moves have to be planned
+rather than tried.
+
+Action: ``\\boxed{T}`` slides tile T into the empty square. Reward 1.0 when the tray reads
+1 2 3 / 4 5 6 / 7 8 _; truncated after max_turns replies. ``reset(seed=None)`` plays seed 0.
+"""
+
+import random
+import re
+from collections import deque
+
+ENV_CLASS = "SlidingPuzzleEnv"
+SETTING = "games"
+SKILL = "spatial reasoning"
+
+GOAL = (1, 2, 3, 4, 5, 6, 7, 8, 0)
+MIN_DEPTH, MAX_DEPTH = 10, 14
+
+
+def _boxed(text):
+    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
+    if not isinstance(text, str):
+        return None
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    depth, i = 1, start + len("\\boxed{")
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i:j].strip()
+    return None
+
+
+def neighbours(state):
+    """(tile moved, next state) for every legal slide."""
+    blank = state.index(0)
+    r, c = divmod(blank, 3)
+    out = []
+    for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+        nr, nc = r + dr, c + dc
+        if 0 <= nr < 3 and 0 <= nc < 3:
+            k = nr * 3 + nc
+            nxt = list(state)
+            nxt[blank], nxt[k] = nxt[k], 0
+            out.append((state[k], tuple(nxt)))
+    return out
+
+
+def solve(state, limit=31):
+    """Tiles to slide, in order, on a shortest route to GOAL (breadth-first); None when the goal
+    is more than limit slides away (31 is the eight puzzle's diameter, so the default always
+    finds one for a solvable tray)."""
+    parent = {state: None}
+    frontier = deque([(state, 0)])
+    while frontier:
+        cur, depth = frontier.popleft()
+        if cur == GOAL:
+            moves = []
+            while parent[cur] is not None:
+                cur, tile = parent[cur]
+                moves.append(tile)
+            return moves[::-1]
+        if depth == limit:
+            continue
+        for tile, nxt in neighbours(cur):
+            if nxt not in parent:
+                parent[nxt] = (cur, tile)
+                frontier.append((nxt, depth + 1))
+    return None
+
+
+class SlidingPuzzleEnv:
+    """3x3 sliding-tile puzzle scrambled 10 to 14 optimal moves from the goal."""
+
+    def __init__(self, max_turns=20, **kwargs):
+        self.max_turns = int(max_turns)
+        self.reset()
+
+    def reset(self, seed=None):
+        rng = random.Random(0 if seed is None else seed)
+        while True:
+            state, previous = GOAL, None
+            for _ in range(rng.randint(MIN_DEPTH, 2 * MAX_DEPTH)):
+                options = [s for _, s in neighbours(state) if s != previous]
+                previous, state = state, rng.choice(options)
+            plan = solve(state, MAX_DEPTH)
+            if plan is not None and len(plan) >= MIN_DEPTH:
+                break
+        self.state = state
+        self.turn = 0
+        self.done = False
+        self.truncated = False
+        return self._render("The tiles have been scrambled."), {"tray": list(state)}
+
+    def _render(self, lead):
+        rows = [" ".join(str(t) if t else "_" for t in self.state[r * 3:r * 3 + 3]) for r in range(3)]
+        movable = sorted(tile for tile, _ in neighbours(self.state))
+        return (
+            f"{lead}\nTray (_ is the empty square):\n  " + "\n  ".join(rows) + "\n"
+            "Goal:\n  1 2 3\n  4 5 6\n  7 8 _\n"
+            "Reply with \\boxed{T} to slide tile T into the empty square; only tiles next to it "
+            f"can move (now: {', '.join(map(str, movable))}).\n"
+            f"Turns left: {self.max_turns - self.turn}."
+        )
+
+    def _finish(self, obs, reward, terminated, truncated):
+        self.done = terminated or truncated
+        self.truncated = truncated
+        info = {"turn": self.turn, "tray": list(self.state)}
+        return obs, float(reward), bool(terminated), bool(truncated), info
+
+    def step(self, action):
+        if self.done:
+            return self._finish("The game is over; call reset() to play again.", 0.0,
+                                not self.truncated, self.truncated)
+        self.turn += 1
+        out_of_turns = self.turn >= self.max_turns
+        move = _boxed(action)
+        if move is None or not re.fullmatch(r"(?:tile\s*)?\d", move, re.IGNORECASE):
+            lead = "I could not read a move. Reply with one tile number, e.g. \\boxed{T} for tile T."
+            return self._finish(self._render(lead), 0.0, False, out_of_turns)
+        tile = int(move[-1])
+        slides = dict(neighbours(self.state))
+        if tile not in slides:
+            lead = f"Tile {tile} is not next to the empty square and cannot move."
+            return self._finish(self._render(lead), 0.0, False, out_of_turns)
+        self.state = slides[tile]
+        if self.state == GOAL:
+            return self._finish("The tiles are in order. You win!", 1.0, True, False)
+        return self._finish(self._render(f"You slid tile {tile}."), 0.0, False, out_of_turns)
+
+    def solution(self):
+        """A shortest sequence of slides from the current tray (breadth-first search)."""
+        return [f"\\boxed{{{t}}}" for t in solve(self.state)]
+
+    def hint(self):
+        plan = solve(self.state)
+        return (f"The tray can be solved in {len(plan)} slides; begin with tile {plan[0]} then tile "
+                f"{plan[1]}. Place the top row first, then the left column.")
