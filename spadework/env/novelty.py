@@ -1,0 +1,172 @@
+"""The novelty stage: is a candidate a near-duplicate of an environment we already have?
+
+Code is compared after normalisation, so that renaming, reformatting and re-commenting a known
+environment does not make it new: comments and docstrings go, every identifier that is not a
+builtin becomes ``_``, and whitespace collapses (the AST is unparsed, then tokenised). String and
+number literals are kept: two games with the same skeleton but different word lists, rules text
+or constants are different games. Similarity is the exact Jaccard index of the sets of
+``k``-token shingles. Exact Jaccard (rather than a MinHash estimate) keeps the verdict
+deterministic and costs microseconds per pair at archive sizes we reach (thousands); a MinHash
+LSH index is the upgrade when archives grow to millions.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import io
+import tokenize
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from spadework.types import env_id_of
+
+_KEEP = frozenset(dir(builtins)) | {"self", "cls"}
+
+
+class _Normaliser(ast.NodeTransformer):
+    """Drop docstrings; rename identifiers (names, arguments, attributes, defs) to ``_``."""
+
+    def _strip_docstring(self, node: ast.AST) -> None:
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._strip_docstring(node)
+        return super().generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.copy_location(ast.Name(id=node.id if node.id in _KEEP else "_", ctx=node.ctx), node)
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        node.arg = node.arg if node.arg in _KEEP else "_"
+        node.annotation = None
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        node.attr = "_"
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        node.name = "_"
+        node.returns = None
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        self.generic_visit(node)
+        node.name = "_"
+        return node
+
+    def visit_keyword(self, node: ast.keyword) -> ast.AST:
+        self.generic_visit(node)
+        node.arg = None if node.arg is None else "_"
+        return node
+
+
+def normalise_code(code: str) -> list[str]:
+    """The token sequence of code with comments, docstrings, identifiers and layout normalised.
+
+    Code that does not parse is tokenised as text (the static stage rejects it anyway).
+
+    >>> a = normalise_code("def area(w, h):\\n    '''Area.'''\\n    return w * h  # product")
+    >>> b = normalise_code("def mul(x,y): return x*y")
+    >>> a == b, " ".join(a)
+    (True, 'def _ ( _ , _ ) : return _ * _')
+    """
+    try:
+        tree = _Normaliser().visit(ast.parse(code))
+        text = ast.unparse(ast.fix_missing_locations(tree))
+    except (SyntaxError, ValueError, RecursionError):
+        text = code
+    return _tokens(text)
+
+
+def _tokens(text: str) -> list[str]:
+    out: list[str] = []
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENDMARKER, tokenize.ENCODING}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type not in skip:
+                out.append(tok.string)
+    except (tokenize.TokenError, SyntaxError):
+        out = text.split()
+    return out
+
+
+def shingles(tokens: list[str], k: int = 5) -> frozenset[tuple[str, ...]]:
+    """The set of ``k``-token windows (the whole sequence when it is shorter than ``k``).
+
+    >>> sorted(shingles(["a", "b", "c"], k=2))
+    [('a', 'b'), ('b', 'c')]
+    """
+    if len(tokens) <= k:
+        return frozenset({tuple(tokens)}) if tokens else frozenset()
+    return frozenset(tuple(tokens[i : i + k]) for i in range(len(tokens) - k + 1))
+
+
+def jaccard(a: frozenset, b: frozenset) -> float:
+    """|a ∩ b| / |a ∪ b|; 0.0 for two empty sets.
+
+    >>> jaccard(frozenset({1, 2, 3}), frozenset({2, 3, 4}))
+    0.5
+    """
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+@dataclass(frozen=True)
+class Match:
+    """The most similar existing environment to a candidate."""
+
+    env_id: str
+    similarity: float
+
+
+class NoveltyIndex:
+    """Shingle sets of existing environments, built once and queried per candidate.
+
+    >>> idx = NoveltyIndex(["def f(a):\\n    return a + 1\\n"], k=3)
+    >>> idx.most_similar("def g(b):  # renamed\\n    return b + 1").similarity
+    1.0
+    >>> idx.most_similar("def g(b):\\n    return [b] * 7").similarity < 0.5
+    True
+    """
+
+    def __init__(self, codes: Iterable[str] = (), k: int = 5) -> None:
+        if k < 1:
+            raise ValueError(f"shingle size k must be >= 1, got {k}")
+        self.k = k
+        self._entries: list[tuple[str, frozenset]] = []
+        for code in codes:
+            self.add(code)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, code: str) -> None:
+        """Index one more environment's code."""
+        self._entries.append((env_id_of(code), shingles(normalise_code(code), self.k)))
+
+    def most_similar(self, code: str) -> Match | None:
+        """The indexed environment most similar to ``code`` (ties: the first indexed), or None
+        when the index is empty."""
+        probe = shingles(normalise_code(code), self.k)
+        best: Match | None = None
+        for env_id, sh in self._entries:
+            sim = jaccard(probe, sh)
+            if best is None or sim > best.similarity:
+                best = Match(env_id, sim)
+        return best
