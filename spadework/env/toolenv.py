@@ -297,6 +297,7 @@ def format_tool_call(call: ToolCall, style: str = "json") -> str:
     if style == "json":
         body = json.dumps({"name": call.name, "arguments": call.arguments},
                           ensure_ascii=False, allow_nan=False)
+        body = body.replace("<", "\\u003c")  # no value can spell a tag (</think>, <tool_call>)
         return f"{_OPEN}\n{body}\n{_CLOSE}"
     if style != "xml":
         raise ValueError(f"unknown tool-call style {style!r}; use 'json' or 'xml'")
