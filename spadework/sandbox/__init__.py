@@ -1,0 +1,36 @@
+"""Run untrusted environment code: one hardened child process per environment instance.
+
+Threat model. Environment code is written by a language model and may be wrong, wasteful or
+hostile. The sandbox protects the host (the trainer process, its files, other processes, the
+network) and keeps one environment from disturbing another:
+
+- it never runs in the host process: a zygote forks one child per ``load``, which hardens itself
+  before any generated code is compiled;
+- time: per-call and per-episode wall-clock deadlines (SIGKILL by pid), RLIMIT_CPU;
+- memory and disk: RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE; stdout goes to /dev/null, stderr to a
+  size-capped log file whose tail explains crashes;
+- processes: no fork, vfork, clone (threads included) or exec (seccomp, RLIMIT_NPROC=0); signals
+  only to itself (seccomp argument filter, Landlock signal scoping); dies with the zygote;
+- files: Landlock allows reading the Python runtime and read-write in one scratch dir, nothing
+  else (no /proc, no /etc, no spadework source); as root the child also runs as uid 65534;
+- network: seccomp refuses socket(); the zygote sits in an empty network namespace; Landlock
+  denies TCP bind/connect;
+- privilege: PR_SET_NO_NEW_PRIVS, capabilities emptied, no ptrace, mount, namespaces, bpf, keyring;
+- the protocol: msgpack frames with a size cap both ways, never pickle; garbage or an oversize
+  frame kills the child (EnvCrashed); spadework itself cannot be imported in the child.
+
+It does not protect against: kernel exploits (seccomp default-allows the ordinary syscalls),
+side channels and timing, CPU, memory-bandwidth or page-cache contention between children and the
+host, an environment lying about its own results (the checker's job), children of one sandbox
+sharing uid 65534 (without Landlock they can read each other's scratch dirs), and, where Landlock
+is missing, reading world-readable files or /proc (``sb.isolation`` says which layers hold).
+
+Use: ``with Sandbox(Limits()) as sb:`` then ``with sb.load(code) as env:``. Handles are
+thread-safe; for asyncio use ``await env.astep(action)`` (a worker thread).
+"""
+
+from spadework.sandbox.base import Sandbox
+from spadework.sandbox.handle import EnvHandle
+from spadework.sandbox.limits import DEFAULT_REQUIRED, Isolation, Layer, Limits
+
+__all__ = ["DEFAULT_REQUIRED", "EnvHandle", "Isolation", "Layer", "Limits", "Sandbox"]

@@ -1,0 +1,270 @@
+"""The host side of the sandbox: start the zygote, fork hardened children, supervise them.
+
+See the package docstring for the threat model. Descriptor passing: the host creates each
+child's two pipes and its stderr log file, and hands the child's ends to the zygote with
+SCM_RIGHTS over a SOCK_SEQPACKET socketpair; the zygote forks, the child moves them to fds
+2, 3 and 4 and closes everything else; the host closes its copies of the child's ends at once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import msgpack
+
+from spadework.env.contract import find_env_class
+from spadework.errors import EnvCrashed, EnvError, SandboxUnavailable
+from spadework.sandbox.handle import EnvHandle
+from spadework.sandbox.limits import Isolation, Limits
+
+_HERE = Path(__file__).resolve().parent
+_TOOLENV = _HERE.parent / "env" / "toolenv.py"
+_PROBE = "class Probe:\n    def __init__(self, max_turns=10): pass\n" \
+         "    def reset(self, seed=None): return '', {}\n    def step(self, a): return '', 0.0, True, False, {}\n"
+_ZYGOTE_START_SECONDS = 30.0
+
+
+def _site_dirs(names: tuple[str, ...]) -> list[str]:
+    """Directories holding these top-level packages (so the zygote can import just them)."""
+    dirs: list[str] = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        origin = Path(spec.origin)
+        top = origin.parent.parent if origin.name == "__init__.py" else origin.parent
+        if str(top) not in dirs:
+            dirs.append(str(top))
+    return dirs
+
+
+class Sandbox:
+    """Runs untrusted environment code in hardened children of one fork server.
+
+    ``with Sandbox(Limits()) as sb:`` starts the zygote and probes which isolation layers hold
+    (``sb.isolation``); a required layer that does not hold raises SandboxUnavailable naming it
+    and the opt-out, ``Limits(allow_degraded=True)``. ``sb.load(code)`` returns an
+    :class:`EnvHandle`; the sandbox is thread-safe and its handles may be used from many threads.
+    """
+
+    def __init__(self, limits: Limits | None = None, *, toolenv_path: str | Path | None = None) -> None:
+        self.limits = limits or Limits()
+        path = Path(toolenv_path) if toolenv_path is not None else _TOOLENV
+        self._toolenv = str(path) if path.is_file() else None
+        self._zlock = threading.Lock()
+        self._hlock = threading.Lock()
+        self._handles: set[EnvHandle] = set()
+        self._proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._dir: str | None = None
+        self._zlog = None
+        self._read_paths: list[str] = []
+        self.isolation: Isolation | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Start the zygote and probe the isolation layers; idempotent."""
+        if self._proc is not None:
+            return
+        self._dir = tempfile.mkdtemp(prefix="spadework-sandbox-")
+        os.chmod(self._dir, 0o711)  # an unprivileged child must reach its own scratch dir
+        try:
+            hello = self._start_zygote()
+            self._read_paths = hello["read_paths"]
+            handle = self._fork_child()
+            try:
+                layers = handle._handshake(time.monotonic() + self.limits.load_seconds)
+            finally:
+                handle.close()
+            self.isolation = Isolation.from_report(layers, runtime=hello["runtime"])
+        except BaseException:
+            self.close()
+            raise
+        self._require(self.isolation)
+
+    def _start_zygote(self) -> dict:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cfg = {
+            "here": str(_HERE),
+            "site_dirs": _site_dirs(("msgpack", "pyseccomp", "numpy")),
+            "numpy": self.limits.numpy,
+            "toolenv": self._toolenv,
+            "namespaces": self.limits.namespaces,
+        }
+        # PYTHONHASHSEED fixes str hashing (set order) across runs: reset(seed) must reproduce.
+        env = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+               "MKL_NUM_THREADS": "1", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"}
+        self._zlog = tempfile.TemporaryFile(dir=self._dir)
+        argv = [sys.executable, "-s", "-S", "-B", "-P", str(_HERE / "zygote.py"),
+                str(theirs.fileno()), json.dumps(cfg)]
+        try:
+            self._proc = subprocess.Popen(
+                argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=self._zlog, env=env, cwd=self._dir,
+            )
+        finally:
+            theirs.close()
+        self._sock = ours
+        ours.settimeout(_ZYGOTE_START_SECONDS)
+        try:
+            data = ours.recv(1 << 16)
+        except OSError as e:
+            raise SandboxUnavailable(f"the zygote did not start: {e}; {self._zygote_tail()}") from e
+        finally:
+            ours.settimeout(None)
+        if not data:
+            raise SandboxUnavailable(f"the zygote exited at start: {self._zygote_tail()}")
+        return msgpack.unpackb(data, raw=False)
+
+    def _zygote_tail(self) -> str:
+        if self._zlog is None:
+            return ""
+        self._zlog.seek(0)
+        return "stderr: " + self._zlog.read()[-2000:].decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Kill every child, stop the zygote, remove the scratch tree. Idempotent."""
+        with self._hlock:
+            handles = list(self._handles)
+        for handle in handles:
+            handle.close()
+        if self._sock is not None:
+            try:
+                with self._zlock:
+                    self._sock.sendall(msgpack.packb({"op": "exit"}))
+            except OSError:
+                pass
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        if self._zlog is not None:
+            self._zlog.close()
+            self._zlog = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def _require(self, isolation: Isolation) -> None:
+        missing = isolation.missing(self.limits.required_layers)
+        if missing and not self.limits.allow_degraded:
+            self.close()
+            why = "; ".join(f"{layer.name}: {layer.reason}" for layer in isolation.layers
+                            if layer.name in missing)
+            raise SandboxUnavailable(
+                f"required isolation layer(s) {', '.join(missing)} not active ({why}). Remove them "
+                "from Limits.required_layers or set Limits(allow_degraded=True) to run anyway."
+            )
+
+    # ------------------------------------------------------------------ environments
+
+    def load(self, code: str, max_turns: int = 10, *, class_name: str | None = None,
+             kwargs: dict | None = None) -> EnvHandle:
+        """Fork a hardened child, import ``code`` in it and instantiate its environment class.
+
+        The class is found on the host by :func:`find_env_class` (AST only; ContractError when
+        there is none) unless ``class_name`` is given. Raises EnvLoadError when import or
+        ``cls(max_turns=max_turns, **kwargs)`` fails, EnvTimeout past ``Limits.load_seconds``,
+        EnvCrashed when the child dies, SandboxUnavailable when a required layer did not hold.
+        """
+        name = class_name or find_env_class(code)
+        deadline = time.monotonic() + self.limits.load_seconds
+        handle = self._fork_child()
+        try:
+            iso = Isolation.from_report(handle._handshake(deadline))
+            missing = iso.missing(self.limits.required_layers)
+            if missing and not self.limits.allow_degraded:
+                raise SandboxUnavailable(
+                    f"required isolation layer(s) {', '.join(missing)} did not hold in a child "
+                    "(see sb.isolation); set Limits(allow_degraded=True) to run anyway"
+                )
+            spec = {"code": code, "class_name": name, "max_turns": max_turns, "kwargs": kwargs or {}}
+            handle._call("load", spec, seconds=max(0.001, deadline - time.monotonic()))
+        except BaseException:
+            handle.close()
+            raise
+        handle._episode_deadline = time.monotonic() + self.limits.episode_seconds
+        return handle
+
+    def _fork_child(self) -> EnvHandle:
+        if self._sock is None:
+            raise EnvError("the sandbox is not started (use `with Sandbox(...) as sb:`)")
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        scratch = tempfile.mkdtemp(dir=self._dir, prefix="env-")
+        log = tempfile.TemporaryFile(dir=self._dir)
+        log_fd = os.dup(log.fileno())
+        log.close()
+        try:
+            if os.geteuid() == 0:
+                os.chown(scratch, self.limits.uid, self.limits.gid)
+            plan = {"scratch": scratch, "uid": self.limits.uid, "gid": self.limits.gid,
+                    "limits": self.limits.rlimits(), "cap": self.limits.max_message_bytes}
+            reply = self._request({"op": "spawn", "plan": plan}, [log_fd, req_r, resp_w])
+        except BaseException:
+            for fd in (req_w, resp_r, log_fd):
+                os.close(fd)
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        finally:
+            for fd in (req_r, resp_w):
+                os.close(fd)
+        handle = EnvHandle(self, reply["pid"], req_w, resp_r, log_fd, scratch)
+        with self._hlock:
+            self._handles.add(handle)
+        return handle
+
+    # ------------------------------------------------------------------ the zygote connection
+
+    def _request(self, msg: dict, fds: list[int] = ()) -> dict:  # type: ignore[assignment]
+        with self._zlock:
+            if self._sock is None:
+                raise EnvCrashed("the sandbox is closed")
+            try:
+                socket.send_fds(self._sock, [msgpack.packb(msg)], list(fds))
+                data = self._sock.recv(1 << 16)
+            except OSError as e:
+                raise EnvCrashed(f"the zygote connection failed: {e}", self._zygote_tail()) from e
+        if not data:
+            raise EnvCrashed("the zygote died", self._zygote_tail())
+        reply = msgpack.unpackb(data, raw=False)
+        if "error" in reply:
+            raise EnvCrashed(f"the zygote refused a request: {reply['error']}")
+        return reply
+
+    def _zygote_alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None and self._sock is not None
+
+    def _reap(self, pid: int) -> int | None:
+        """SIGKILL and waitpid ``pid`` in the zygote; its wait status, or None if unknown."""
+        try:
+            return self._request({"op": "reap", "pid": pid}).get("status")
+        except EnvCrashed:
+            return None
+
+    def _forget(self, handle: EnvHandle) -> None:
+        with self._hlock:
+            self._handles.discard(handle)
+        shutil.rmtree(handle.scratch, ignore_errors=True)

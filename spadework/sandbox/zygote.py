@@ -1,0 +1,215 @@
+"""The fork server: started once per Sandbox, forks one hardened child per environment instance.
+
+Run as a script by file path (``python -s -S -B -P zygote.py SOCK_FD CONFIG_JSON``), never as a
+spadework import: the interpreter has no site-packages on ``sys.path`` and no ``.pth`` processing,
+so ``import spadework`` fails in every child. The zygote briefly puts the named site directories
+on ``sys.path`` to import msgpack, pyseccomp and numpy, then removes them again: numpy's lazy
+submodules still load through ``numpy.__path__``, but no other third-party package is reachable.
+
+It pre-imports the allowed runtime (so a fork costs milliseconds, not an interpreter start),
+registers the tool-use base class source as ``sys.modules["toolenv"]``, and enters fresh network,
+IPC and UTS namespaces (inside a user namespace when not root) that every child inherits.
+
+Host protocol: one SOCK_SEQPACKET message per request and per reply, msgpack maps.
+``{"op": "spawn", "plan": {...}}`` with three descriptors attached (SCM_RIGHTS: the child's log
+file, request pipe read end, reply pipe write end) -> ``{"pid": N}``. The host created the pipes,
+so it already holds the other ends. ``{"op": "reap", "pid": N}`` -> SIGKILL (harmless when the
+child already exited) and waitpid -> ``{"status": wait_status}``. The zygote is the children's
+parent and reaps a pid only when asked, so a pid the host still holds can never be reused by an
+unrelated process. EOF or ``{"op": "exit"}`` kills and reaps every child, then exits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import importlib.util
+import json
+import os
+import signal
+import socket
+import sys
+import traceback
+
+#: Standard-library modules imported before the first fork (the static checker's allowlist).
+PRELOAD = (
+    "random", "re", "math", "json", "itertools", "collections", "functools", "string", "heapq",
+    "statistics", "fractions", "decimal", "dataclasses", "typing", "copy", "operator", "bisect",
+    "enum", "textwrap", "abc", "array", "cmath", "datetime", "hashlib", "unicodedata", "numbers",
+    "struct", "types", "ctypes", "threading",
+)
+
+_CLONE_NEWUTS, _CLONE_NEWIPC, _CLONE_NEWUSER, _CLONE_NEWNET = 0x04000000, 0x08000000, 0x10000000, 0x40000000
+
+
+def _load_file(name: str, path: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _register_toolenv(path: str | None) -> str:
+    """Make ``from toolenv import ToolEnv`` work in children; returns a note for the report."""
+    if not path:
+        return "toolenv: no file"
+    module = type(sys)("toolenv")
+    module.__file__ = "toolenv.py"
+    sys.modules["toolenv"] = module  # before exec: dataclasses look the module up there
+    try:
+        with open(path, encoding="utf-8") as f:
+            exec(compile(f.read(), "toolenv.py", "exec"), module.__dict__)  # noqa: S102 - ours
+    except Exception as e:  # noqa: BLE001 - reported; tool-use envs then fail to import
+        del sys.modules["toolenv"]
+        traceback.print_exc()
+        return f"toolenv: failed to load ({type(e).__name__}: {e})"
+    return "toolenv: registered"
+
+
+def _preload(cfg: dict) -> tuple[list[str], str]:
+    """Import the runtime; returns the read-only paths children need and a note on numpy."""
+    sys.path[:0] = cfg["site_dirs"]
+    try:
+        import msgpack  # noqa: F401 - the child's codec
+        try:
+            import pyseccomp  # noqa: F401 - loaded now so the child needs no file access for it
+        except (ImportError, RuntimeError, OSError):
+            pass
+        note = "numpy disabled by Limits.numpy"
+        paths = [os.path.dirname(os.__file__)]
+        if cfg["numpy"]:
+            try:
+                import numpy
+                import numpy.linalg  # noqa: F401
+                import numpy.random  # noqa: F401
+
+                base = os.path.dirname(numpy.__file__)
+                paths += [base, base + ".libs", os.path.join(os.path.dirname(base), "numpy.libs")]
+                note = f"numpy {numpy.__version__}"
+            except ImportError as e:
+                note = f"numpy not importable: {e}"
+    finally:
+        del sys.path[: len(cfg["site_dirs"])]
+    for name in PRELOAD:
+        importlib.import_module(name)
+    for name in [m for m in sys.modules if m == "spadework" or m.startswith("spadework.")]:
+        del sys.modules[name]
+    return paths, note
+
+
+def _write_file(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _namespaces(enabled: bool) -> tuple[bool, str, bool]:
+    """Enter fresh net/IPC/UTS namespaces; returns (active, reason, network_isolated)."""
+    if not enabled:
+        return False, "disabled by Limits.namespaces", False
+    libc = ctypes.CDLL(None, use_errno=True)
+    flags = _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS
+    uid, gid = os.geteuid(), os.getegid()
+    userns = uid != 0
+    if libc.unshare(flags | (_CLONE_NEWUSER if userns else 0)) != 0:
+        e = ctypes.get_errno()
+        what = "user+network" if userns else "network"
+        return False, f"unshare({what} namespaces) refused: {os.strerror(e)}", False
+    if userns:
+        try:
+            _write_file("/proc/self/setgroups", "deny")
+            _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
+            _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
+        except OSError as e:
+            return False, f"user namespace id maps could not be written: {e}", True
+    kind = "user, network, IPC, UTS" if userns else "network, IPC, UTS"
+    return True, f"fresh {kind} namespaces (no interfaces, not even loopback up)", True
+
+
+def _spawn(plan: dict, fds: list[int], devnull: int, harden, child) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 0
+    try:
+        harden.setup_descriptors(fds, devnull)
+        layers = harden.apply(plan)
+        child.write_all(child.RESP_FD, child.frame(child.encode([child.OK, layers]), plan["cap"]))
+        child.serve(plan["cap"])
+    except BaseException:  # the child's last words go to its log; the host reports them
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        finally:
+            code = 71
+    os._exit(code)
+
+
+def _serve(sock: socket.socket, devnull: int, base: dict, harden, child, msgpack) -> None:
+    live: set[int] = set()
+    try:
+        while True:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 8)
+            if not data:
+                return
+            req = msgpack.unpackb(data, raw=False)
+            op = req.get("op")
+            if op == "spawn":
+                try:
+                    pid = _spawn({**req["plan"], **base}, fds, devnull, harden, child)
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+                live.add(pid)
+                reply = {"pid": pid}
+            elif op == "reap" and req.get("pid") in live:
+                pid = req["pid"]
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                _, status = os.waitpid(pid, 0)
+                live.discard(pid)
+                reply = {"status": status}
+            elif op == "exit":
+                return
+            else:
+                reply = {"error": f"bad request {op!r}"}
+            sock.sendall(msgpack.packb(reply))
+    finally:
+        for pid in live:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    cfg = json.loads(sys.argv[2])
+    read_paths, numpy_note = _preload(cfg)
+    import msgpack
+
+    here = cfg["here"]
+    harden = _load_file("sandbox_harden", os.path.join(here, "harden.py"))
+    child = _load_file("sandbox_child", os.path.join(here, "child.py"))
+    toolenv_note = _register_toolenv(cfg.get("toolenv"))
+    active, reason, netns = _namespaces(cfg["namespaces"])
+    devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    hello = {
+        "pid": os.getpid(),
+        "namespaces": [active, reason],
+        "netns": netns,
+        "read_paths": read_paths,
+        "runtime": f"{numpy_note}; {toolenv_note}",
+        "root": os.geteuid() == 0,
+    }
+    sock.sendall(msgpack.packb(hello))
+    base = {"namespaces": [active, reason], "netns": netns, "zygote_pid": os.getpid(),
+            "read_paths": read_paths}
+    _serve(sock, devnull, base, harden, child, msgpack)
+
+
+if __name__ == "__main__":
+    main()
