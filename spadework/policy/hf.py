@@ -130,19 +130,21 @@ class HFPolicy:
     """A ``Policy`` over a transformers causal LM and its tokenizer (chat template included).
 
     ``max_batch_size`` rows (conversation x sample) are generated together; more are done in
-    chunks, grouped by prompt length to waste little on padding. A prompt at or over the
+    chunks, grouped by prompt length to waste little on padding. ``context_length`` may lower the
+    model's window (to bound memory). A prompt at or over the
     context raises ``PolicyError``; otherwise ``max_tokens`` is cut to what the context has left
     and the completion then ends with ``finish_reason == "length"``.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_batch_size: int = 16) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, *, max_batch_size: int = 16,
+        context_length: int | None = None,
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
-        cfg = model.config
-        self._context = int(
-            getattr(cfg, "max_position_embeddings", 0) or tokenizer.model_max_length
-        )
+        native = int(getattr(model.config, "max_position_embeddings", 0) or tokenizer.model_max_length)
+        self._context = min(context_length, native) if context_length else native
         eos = {tokenizer.eos_token_id}
         gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
         eos.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])

@@ -1,0 +1,77 @@
+"""Records and pure sampling helpers (no model)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from spadework.errors import ConfigError
+from spadework.policy.base import Completion, Conversation, SamplingParams, as_conversation
+from spadework.policy.hf import derive_seed, filter_logits, sample_tokens, token_logprobs
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"temperature": -0.1}, {"top_p": 0}, {"top_p": 1.5}, {"top_k": -1}, {"max_tokens": 0},
+     {"n": 0}, {"stop": ("",)}],
+)
+def test_sampling_params_reject_bad_values(kwargs):
+    with pytest.raises(ConfigError):
+        SamplingParams(**kwargs)
+
+
+def test_sampling_params_accept_single_stop_string():
+    assert SamplingParams(stop="</answer>").stop == ("</answer>",)
+
+
+def test_conversation_requires_roles_and_accepts_lists():
+    with pytest.raises(ConfigError):
+        Conversation(messages=({"content": "no role"},))
+    conv = as_conversation([{"role": "user", "content": "x"}])
+    assert conv.messages == ({"role": "user", "content": "x"},) and conv.tools == ()
+
+
+def test_completion_requires_one_logprob_per_token():
+    with pytest.raises(ValueError):
+        Completion(text="a", prompt_ids=(1,), output_ids=(2, 3), logprobs=(-0.1,),
+                   finish_reason="stop")
+    Completion(text="a", prompt_ids=(1,), output_ids=(2, 3), logprobs=(), finish_reason="stop")
+
+
+def test_filter_logits_top_k_and_top_p():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    k2 = filter_logits(logits, top_k=2, top_p=1.0)
+    assert torch.isinf(k2[0, 2:]).all() and torch.isfinite(k2[0, :2]).all()
+    # nucleus 0.7: 0.5 alone is short of it, 0.5 + 0.3 reaches it
+    p = filter_logits(logits, top_k=0, top_p=0.7)
+    assert torch.isfinite(p[0, :2]).all() and torch.isinf(p[0, 2:]).all()
+    # the most likely token always survives
+    assert torch.isfinite(filter_logits(logits, 0, 0.01)[0, 0])
+
+
+def test_sampling_follows_the_distribution_and_never_picks_filtered_tokens():
+    probs = torch.tensor([0.6, 0.3, 0.1, 0.0])
+    logits = torch.log(probs.clamp_min(1e-30)).repeat(4000, 1)
+    gens = [torch.Generator().manual_seed(derive_seed(3, i, 0)) for i in range(4000)]
+    tokens, lps = sample_tokens(logits, SamplingParams(temperature=1.0, top_k=2), gens)
+    counts = torch.bincount(tokens, minlength=4).double() / 4000
+    assert counts[2] == 0 and counts[3] == 0
+    assert abs(counts[0].item() - 0.6 / 0.9) < 0.03
+    # logprobs are of the untruncated distribution at the sampling temperature
+    assert torch.allclose(lps[tokens == 0], torch.log(torch.tensor(0.6)), atol=1e-5)
+
+
+def test_rows_are_independent_of_their_batch():
+    logits = torch.randn(3, 50, generator=torch.Generator().manual_seed(0))
+    params = SamplingParams(temperature=0.9, top_p=0.95)
+    gens = lambda idx: [torch.Generator().manual_seed(derive_seed(7, i, 0)) for i in idx]  # noqa: E731
+    together, _ = sample_tokens(logits, params, gens([0, 1, 2]))
+    alone, _ = sample_tokens(logits[1:2], params, gens([1]))
+    assert together[1] == alone[0]
+
+
+def test_greedy_logprob_is_raw():
+    logits = torch.tensor([[2.0, 1.0, 0.0]])
+    tok, lp = sample_tokens(logits, SamplingParams(temperature=0), [torch.Generator()])
+    assert tok.item() == 0
+    assert torch.allclose(lp, token_logprobs(logits, tok, 1.0))
