@@ -190,7 +190,7 @@ class _Child:
         try:
             data = frame(encode([OK, value]), self.cap)
         except Unsendable as e:
-            self.send(UNSENDABLE, [e.type_name, f"{op}() returned a value that cannot be sent: {e.detail}"])
+            self.send(UNSENDABLE, [e.type_name, f"{op}() returned a value containing a {e.type_name}, which cannot be sent ({e.detail})"])
             return
         except ProtocolError as e:
             self.send(UNSENDABLE, ["bytes", f"{op}() returned too much: {e}"])

@@ -1,0 +1,51 @@
+"""Shared sandboxes for the sandbox tests (starting one costs a few hundred milliseconds)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from spadework.sandbox import Limits, Sandbox
+
+
+def env_code(step_body: str, *, reset_body: str = "return 'start', {}", extra: str = "",
+             init_body: str = "self.max_turns = max_turns") -> str:
+    """A minimal environment whose step() runs ``step_body`` (indented for you)."""
+    def block(body: str) -> str:
+        return textwrap.indent(textwrap.dedent(body).strip(), " " * 8)
+
+    return (
+        "import os, sys, random\n"
+        f"{textwrap.dedent(extra).strip()}\n"
+        "class AttackEnv:\n"
+        "    def __init__(self, max_turns=10, **kwargs):\n"
+        f"{block(init_body)}\n"
+        "    def reset(self, seed=None):\n"
+        f"{block(reset_body)}\n"
+        "    def step(self, action):\n"
+        f"{block(step_body)}\n"
+        "    def solution(self):\n"
+        "        return 'x'\n"
+    )
+
+
+@pytest.fixture(scope="session")
+def sb():
+    with Sandbox(Limits(step_seconds=3.0, load_seconds=5.0, episode_seconds=30.0)) as box:
+        yield box
+
+
+@pytest.fixture(scope="session")
+def quick_sb():
+    """Short deadlines and small caps, for the tests that run into them."""
+    limits = Limits(step_seconds=0.5, load_seconds=2.0, episode_seconds=5.0, cpu_seconds=1,
+                    file_bytes=1 << 20, max_message_bytes=1 << 20)
+    with Sandbox(limits) as box:
+        yield box
+
+
+@pytest.fixture(scope="session")
+def make_env():
+    """The :func:`env_code` builder, as a fixture (test modules here are not a package)."""
+    return env_code

@@ -1,0 +1,265 @@
+"""The sandbox's API: values, errors by boundary, deadlines, threads, hygiene, layers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from spadework.errors import (
+    ConfigError,
+    ContractError,
+    EnvCrashed,
+    EnvError,
+    EnvLoadError,
+    EnvRaised,
+    EnvTimeout,
+    SandboxUnavailable,
+)
+from spadework.sandbox import DEFAULT_REQUIRED, Limits, Sandbox
+
+GUESS = '''
+import random
+class GuessEnv:
+    def __init__(self, max_turns=10, **kwargs):
+        self.max_turns = max_turns
+        self.kwargs = kwargs
+    def reset(self, seed=None):
+        self.rng = random.Random(seed)
+        self.n = self.rng.randint(1, 100)
+        self.t = 0
+        return "Guess a number in 1..100 as \\\\boxed{n}", {"seed": seed}
+    def step(self, action):
+        self.t += 1
+        won = action == "\\\\boxed{%d}" % self.n
+        return ("right" if won else "wrong"), (1.0 if won else 0.0), won, self.t >= self.max_turns, {}
+    def solution(self):
+        return "\\\\boxed{%d}" % self.n
+    def hint(self):
+        return "it is %s" % ("even" if self.n % 2 == 0 else "odd")
+'''
+
+
+def test_round_trip_and_values_as_produced(sb):
+    with sb.load(GUESS, max_turns=3) as env:
+        obs, info = env.reset(seed=7)
+        assert info == {"seed": 7} and "boxed" in obs
+        answer = env.solution()
+        assert env.step("\\boxed{0}") == ("wrong", 0.0, False, False, {})
+        assert env.step(answer) == ("right", 1.0, True, False, {})
+        assert env.hint() in ("it is even", "it is odd")
+        assert env.tools() == []
+        # Same seed, same instance; fresh children agree too.
+        env.reset(seed=7)
+        assert env.solution() == answer
+    with sb.load(GUESS) as other:
+        other.reset(seed=7)
+        assert other.solution() == answer
+
+
+def test_types_are_not_coerced(sb, make_env):
+    code = make_env(
+        "import numpy as np\n"
+        "return ['list', 'obs'], 1, np.bool_(True), np.float64(0.5), {'k': (1, 2), 3: np.int64(4)}",
+        reset_body="return 'just a string'",
+    )
+    with sb.load(code) as env:
+        assert env.reset(seed=0) == "just a string"
+        obs, reward, terminated, truncated, info = env.step("a")
+        assert obs == ["list", "obs"] and type(reward) is int
+        assert terminated is True and type(truncated) is float
+        assert info == {"k": (1, 2), 3: 4} and type(info["k"]) is tuple
+
+
+def test_missing_hint_and_kwargs(sb, make_env):
+    with sb.load(make_env("return str(self.kw), 0.0, False, False, {}",
+                          init_body="self.kw = kwargs"), kwargs={"level": 2}) as env:
+        assert env.hint() is None
+        env.reset()
+        assert env.step("x")[0] == "{'level': 2}"
+
+
+def test_env_exception_is_env_raised_and_child_lives(sb, make_env):
+    code = make_env("if action == 'boom': raise KeyError('nope')\nreturn 'ok', 0.0, False, False, {}")
+    with sb.load(code) as env:
+        env.reset()
+        with pytest.raises(EnvRaised) as e:
+            env.step("boom")
+        assert e.value.exc_type == "KeyError" and "nope" in e.value.reason
+        assert "in step" in e.value.traceback
+        assert env.step("fine")[0] == "ok" and env.alive
+
+
+def test_unsendable_value_names_method_and_type(sb, make_env):
+    with sb.load(make_env("return {1, 2}, 0.0, False, False, {}")) as env:
+        env.reset()
+        with pytest.raises(EnvRaised) as e:
+            env.step("a")
+        assert "step()" in e.value.reason and "set" in e.value.reason
+        assert env.alive
+
+
+def test_load_errors(sb, make_env):
+    with pytest.raises(EnvLoadError) as e:
+        sb.load("import does_not_exist_anywhere\n" + GUESS)
+    assert "ModuleNotFoundError" in e.value.reason and "does_not_exist_anywhere" in e.value.reason
+    with pytest.raises(EnvLoadError, match="ZeroDivisionError"):
+        sb.load(make_env("pass", init_body="1 / 0"))
+    with pytest.raises(ContractError):
+        sb.load("class Helper:\n    pass\n")
+    with pytest.raises(EnvLoadError, match="KeyError"):
+        sb.load(GUESS, class_name="Missing")
+
+
+def test_step_timeout_kills_and_handle_is_dead(quick_sb, make_env):
+    with quick_sb.load(make_env("import time\ntime.sleep(30)")) as env:
+        env.reset()
+        with pytest.raises(EnvTimeout, match="deadline"):
+            env.step("a")
+        assert not env.alive
+        with pytest.raises(EnvCrashed, match="dead"):
+            env.step("a")
+
+
+def test_episode_deadline(make_env):
+    with Sandbox(Limits(step_seconds=5, episode_seconds=0.6)) as box:
+        with box.load(make_env("import time\ntime.sleep(0.25)\nreturn 'o', 0.0, False, False, {}")) as env:
+            env.reset()
+            with pytest.raises(EnvTimeout, match="episode"):
+                for _ in range(10):
+                    env.step("a")
+
+
+def test_load_timeout(quick_sb):
+    with pytest.raises(EnvTimeout):
+        quick_sb.load("import time\ntime.sleep(30)\n" + GUESS)
+
+
+def test_child_death_is_env_crashed_with_stderr(sb, make_env):
+    code = make_env("sys.stderr.write('last words here\\n'); sys.stderr.flush(); os._exit(3)")
+    with sb.load(code) as env:
+        env.reset()
+        with pytest.raises(EnvCrashed) as e:
+            env.step("a")
+        assert "exited with code 3" in e.value.reason
+        assert "last words here" in e.value.stderr_tail
+
+
+def test_oversize_request_is_refused_and_handle_lives(quick_sb, make_env):
+    with quick_sb.load(make_env("return 'ok', 0.0, False, False, {}")) as env:
+        env.reset()
+        with pytest.raises(EnvError, match="cannot be sent"):
+            env.step("x" * (2 << 20))
+        assert env.step("small")[0] == "ok"
+
+
+def test_threads_share_handles_and_sandbox(sb, make_env):
+    code = make_env("self.n += 1\nreturn str(self.n), 0.0, False, False, {}",
+                    reset_body="self.n = 0\nreturn 'start', {}")
+    with sb.load(code) as shared:
+        shared.reset()
+        with ThreadPoolExecutor(8) as pool:
+            counts = list(pool.map(lambda _: int(shared.step("a")[0]), range(64)))
+        assert sorted(counts) == list(range(1, 65))
+
+    def episode(seed: int) -> object:
+        with sb.load(GUESS) as env:
+            env.reset(seed=seed)
+            return env.step(env.solution())[1]
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(episode, range(24))) == [1.0] * 24
+
+
+def test_asyncio_path(sb):
+    async def play() -> float:
+        with sb.load(GUESS) as env:
+            await env.areset(seed=1)
+            return (await env.astep(env.solution()))[1]
+
+    assert asyncio.run(play()) == 1.0
+
+
+def _children_of(pid: int) -> list[str]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return path.read_text().split() if path.exists() else []
+
+
+def test_no_leaked_fds_or_zombies_after_200_loads(sb):
+    before = len(os.listdir("/proc/self/fd"))
+    for i in range(200):
+        with sb.load(GUESS) as env:
+            if i % 50 == 0:
+                env.reset(seed=i)
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert _children_of(sb._proc.pid) == []
+    assert os.listdir(sb._dir) == []  # scratch dirs and logs removed
+
+
+def test_toolenv_importable_and_spadework_not(sb, make_env):
+    code = make_env(
+        "import importlib\n"
+        "try:\n    importlib.import_module('spadework')\n    found = 'yes'\n"
+        "except ImportError:\n    found = 'no'\n"
+        "from toolenv import ToolEnv\n"
+        "return found + ' ' + ToolEnv.__name__, 0.0, False, False, {}"
+    )
+    with sb.load(code) as env:
+        env.reset()
+        assert env.step("a")[0] == "no ToolEnv"
+
+
+def test_tool_env_tools(sb):
+    code = Path(__file__).parents[2].joinpath("spadework/library/tool_ledger.py").read_text()
+    with sb.load(code) as env:
+        env.reset(seed=0)
+        tools = env.tools()
+        assert tools and tools[0]["type"] == "function"
+
+
+def test_hash_seed_fixed_across_sandboxes(sb, make_env):
+    code = make_env("return str(hash('abc')), 0.0, False, False, {}")
+    with Sandbox(Limits()) as other:
+        values = []
+        for box in (sb, other):
+            with box.load(code) as env:
+                env.reset()
+                values.append(env.step("a")[0])
+    assert values[0] == values[1]
+
+
+def test_isolation_report_and_required_layers():
+    with Sandbox(Limits()) as box:
+        iso = box.isolation
+        assert [layer.name for layer in iso.layers] == [
+            "namespaces", "uid_drop", "no_new_privs", "seccomp", "landlock", "rlimits", "network"]
+        for name in DEFAULT_REQUIRED:
+            assert iso.active(name), str(iso)
+        assert all(layer.reason for layer in iso.layers)
+    with pytest.raises(SandboxUnavailable) as e:
+        Sandbox(Limits(namespaces=False, required_layers={"namespaces"})).start()
+    assert "namespaces" in e.value.reason and "allow_degraded" in e.value.reason
+    with Sandbox(Limits(namespaces=False, required_layers={"namespaces"}, allow_degraded=True)) as box:
+        assert not box.isolation.active("namespaces")
+        with box.load(GUESS) as env:
+            env.reset(seed=0)
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("step_seconds", 0, "step_seconds"),
+    ("memory_bytes", 1000, "memory_bytes"),
+    ("cpu_seconds", 0.5, "cpu_seconds"),
+    ("uid", 0, "uid"),
+    ("max_message_bytes", 1 << 33, "max_message_bytes"),
+])
+def test_limits_validation(field, value, match):
+    with pytest.raises(ConfigError, match=match):
+        Limits(**{field: value})
+
+
+def test_load_before_start_is_an_error():
+    with pytest.raises(EnvError, match="not started"):
+        Sandbox().load(GUESS)
