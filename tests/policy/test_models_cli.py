@@ -1,0 +1,36 @@
+"""`spadework models` and `spadework generate`, through a subprocess on a toy budget."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "spadework.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=240)
+
+
+def test_models_list_shows_licences(default_model_dir):
+    r = _run("models", "list")
+    assert r.returncode == 0, r.stderr
+    assert "* smollm2-135m-instruct" in r.stdout and "pulled" in r.stdout
+    assert r.stdout.count("licence: none stated") == 2
+
+
+def test_models_pull_is_idempotent_and_refuses_unknown_or_unlicensed(default_model_dir):
+    r = _run("models", "pull", "smollm2-135m-instruct")
+    assert r.returncode == 0 and str(default_model_dir) in r.stdout
+    r = _run("models", "pull", "llama-9000")
+    assert r.returncode == 1 and "known models: smollm2-135m-instruct" in r.stderr
+    r = _run("models", "pull", "qwen2.5-coder-1.5b-instruct")
+    assert r.returncode == 1 and "--accept-unlicensed" in r.stderr
+
+
+def test_generate_prints_a_completion_and_its_speed(default_model_dir):
+    r = _run("generate", "What is the capital of France?", "--max-tokens", "8")
+    assert r.returncode == 0, r.stderr
+    assert "Paris" in r.stdout
+    assert "tokens/s" in r.stderr
