@@ -1,0 +1,249 @@
+"""Pulling the environment module out of designer replies, and the f-string brace repair."""
+
+from __future__ import annotations
+
+import ast
+import random
+
+import pytest
+
+from spadework.env.extract import ExtractedModule, extract_env_module, parse_with_repair
+from spadework.errors import ExtractError
+
+GAME = '''import random
+
+
+class Board:
+    """A helper defined before the environment (the reference would pick it by name)."""
+
+    def __init__(self, n):
+        self.n = n
+
+
+class GuessEnv:
+    def __init__(self, max_turns: int = 10, **kwargs):
+        self.max_turns = max_turns
+
+    def reset(self, seed=None):
+        self.rng = random.Random(seed)
+        self.target = self.rng.randint(1, 100)
+        self.turn = 0
+        return "Guess a number from 1 to 100. Answer as \\\\boxed{n}.", {}
+
+    def step(self, action):
+        self.turn += 1
+        return "higher", 0.0, False, self.turn >= self.max_turns, {}
+
+    def solution(self):
+        return f"\\\\boxed{{{self.target}}}"
+'''
+
+
+def fence(code: str, lang: str = "python") -> str:
+    return f"```{lang}\n{code}" + ("" if code.endswith("\n") else "\n") + "```\n"
+
+
+def test_plain_reply_with_prose_and_one_block() -> None:
+    reply = "Here is a number-guessing game grounded in the document.\n\n" + fence(GAME) + "\nEnjoy!"
+    assert extract_env_module(reply) == ExtractedModule(GAME, "GuessEnv", ())
+
+
+@pytest.mark.parametrize("lang", ["python", "py", "Python", "python3", ""])
+def test_fence_labels(lang: str) -> None:
+    assert extract_env_module(fence(GAME, lang)).class_name == "GuessEnv"
+
+
+def test_thinking_with_a_draft_is_dropped() -> None:
+    draft = GAME.replace("GuessEnv", "DraftEnv")
+    reply = f"<think>\nLet me draft it:\n{fence(draft)}Good, now the final.\n</think>\n\n{fence(GAME)}"
+    assert extract_env_module(reply).class_name == "GuessEnv"
+
+
+def test_prefix_closed_by_think_without_an_opening_tag() -> None:
+    draft = GAME.replace("GuessEnv", "DraftEnv")
+    reply = f"Okay, the user wants a game.\n{fence(draft)} fine.\n</think>\n{fence(GAME)}"
+    assert extract_env_module(reply).class_name == "GuessEnv"
+
+
+def test_think_tags_inside_code_are_code() -> None:
+    code = GAME.replace('return "higher"', 'action = action.split("</think>")[-1]\n        return "higher"')
+    reply = "<think>plan</think>\n" + fence(code)
+    m = extract_env_module(reply)
+    assert m.code == code and m.class_name == "GuessEnv"
+
+
+def test_unfenced_module_with_a_think_literal_is_still_accepted() -> None:
+    code = GAME.replace('return "higher"', 'action = action.split("</think>")[-1]\n        return "higher"')
+    assert extract_env_module(code).code == code
+
+
+def test_several_blocks_the_one_defining_the_env_wins() -> None:
+    usage = "env = GuessEnv()\nobs, info = env.reset(seed=1)\nprint(obs)\n"
+    reply = "The game:\n" + fence(GAME) + "Usage:\n" + fence(usage) + "Example output:\n" + fence("Guess a number", "")
+    assert extract_env_module(reply).class_name == "GuessEnv"
+
+
+def test_several_env_blocks_the_last_wins() -> None:
+    v2 = GAME.replace("GuessEnv", "GuessEnvV2")
+    reply = "First try:\n" + fence(GAME) + "Improved version:\n" + fence(v2)
+    assert extract_env_module(reply).class_name == "GuessEnvV2"
+
+
+def test_json_blocks_are_not_candidates() -> None:
+    reply = fence('{"name": "x"}', "json") + fence(GAME)
+    assert extract_env_module(reply).class_name == "GuessEnv"
+
+
+def test_unterminated_final_fence_is_taken_to_the_end() -> None:
+    m = extract_env_module("Here you go:\n```python\n" + GAME)
+    assert m.class_name == "GuessEnv" and m.repairs == (
+        "took the unterminated final code block to the end of the reply",)
+
+
+def test_truncated_reply_that_does_not_parse_says_so() -> None:
+    cut = GAME[: GAME.index("def solution")] + "def solution(self):\n        return f\"\\\\boxed{{"
+    with pytest.raises(ExtractError, match="cut off .*truncated"):
+        extract_env_module("```python\n" + cut)
+
+
+def test_bare_fence_inside_a_string_does_not_end_the_block() -> None:
+    code = GAME.replace(
+        '        return "higher", 0.0',
+        '        board = """The board:\n```\n. . X\n```\n"""\n        return board, 0.0',
+    )
+    m = extract_env_module("Game:\n" + fence(code) + "That is all.")
+    assert m.code == code
+    ast.parse(m.code)
+
+
+def test_indented_fence_is_dedented() -> None:
+    indented = "".join("   " + line if line.strip() else line for line in GAME.splitlines(True))
+    reply = "1. The code:\n   ```python\n" + indented + "   ```\n"
+    assert extract_env_module(reply).code == GAME
+
+
+def test_unfenced_reply_that_is_a_module() -> None:
+    assert extract_env_module(GAME).class_name == "GuessEnv"
+
+
+def test_explicit_env_class() -> None:
+    code = GAME + "\nclass Other(GuessEnv):\n    pass\n\nENV_CLASS = \"GuessEnv\"\n"
+    assert extract_env_module(fence(code)).class_name == "GuessEnv"
+
+
+# ---------------------------------------------------------------- errors a person can act on
+
+
+@pytest.mark.parametrize(
+    ("reply", "needle"),
+    [
+        ("", "empty"),
+        ("   \n\t", "empty"),
+        ("<think>I should design a maze game. First", "all thinking: <think> was never closed"),
+        ("<think>done thinking</think>\n  ", "all thinking: there is nothing after </think>"),
+        ("I cannot help with that.", "no ```python code block"),
+        ("Sure! " + GAME, "no ```python code block"),
+        (fence("class Helper:\n    pass\n"), "no class defines both reset() and step()"),
+        (fence("def f(:\n    pass\n"), "syntax error at line 1"),
+        ("<think>\n" + fence(GAME) + "</think>Done, see above.", "only code blocks are inside the thinking"),
+        (fence("ENV_CLASS = 'Missing'\n" + GAME), "ENV_CLASS names 'Missing'"),
+    ],
+)
+def test_errors_say_what_went_wrong(reply: str, needle: str) -> None:
+    with pytest.raises(ExtractError) as e:
+        extract_env_module(reply)
+    assert needle in e.value.reason
+
+
+def test_error_lists_every_block() -> None:
+    reply = fence("def f(:\n    pass\n") + fence("x = 1\n", "")
+    with pytest.raises(ExtractError) as e:
+        extract_env_module(reply)
+    assert "block 1 of 2 (python, " in e.value.reason and "block 2 of 2 (unlabelled" in e.value.reason
+
+
+def test_binary_junk_and_oversized_replies() -> None:
+    rng = random.Random(1)
+    junk = bytes(rng.randrange(256) for _ in range(5000)).decode("latin-1")
+    with pytest.raises(ExtractError, match="binary"):
+        extract_env_module(junk)
+    with pytest.raises(ExtractError, match="binary"):
+        extract_env_module(fence(GAME).replace("import", "import\x00"))
+    with pytest.raises(ExtractError, match="over the cap"):
+        extract_env_module(fence(GAME) + "#" * 600_000)
+    assert extract_env_module(fence(GAME) + "x" * 100, max_chars=10_000).class_name == "GuessEnv"
+    with pytest.raises(ExtractError, match="not text"):
+        extract_env_module(b"```python\n```")  # type: ignore[arg-type]
+
+
+def test_many_fences_and_think_tags_stay_cheap() -> None:
+    """Pathological but bounded work: no quadratic blow-up on a long reply."""
+    reply = ("<think>x</think>\n```\nnot python (\n```\n" * 3000) + fence(GAME)
+    assert extract_env_module(reply).class_name == "GuessEnv"
+
+
+# ---------------------------------------------------------------- f-string repair
+
+
+def game_with(line: str) -> str:
+    return GAME.replace('        return "higher", 0.0', f"        msg = {line}\n        return msg, 0.0")
+
+
+@pytest.mark.parametrize(
+    ("bad", "good"),
+    [
+        ('f"Answer with \\\\boxed{your guess}"', 'f"Answer with \\\\boxed{{your guess}}"'),
+        ('f"Turn {self.turn}: reply with {}"', 'f"Turn {self.turn}: reply with {{}}"'),
+        ('f"Send {\\"move\\": \\"up\\"} (turn {self.turn})"', 'f"Send {{\\"move\\": \\"up\\"}} (turn {self.turn})"'),
+        ("f'Format: {-} or {a b}'", "f'Format: {{-}} or {{a b}}'"),
+        ('f"Set {1, 2} is shown as {x y}"', 'f"Set {1, 2} is shown as {{x y}}"'),
+        ('f"close } and {self.turn:>{3}}"', 'f"close }} and {self.turn:>{3}}"'),
+        ('rf"\\boxed{an answer} at {self.turn}"', 'rf"\\boxed{{an answer}} at {self.turn}"'),
+    ],
+)
+def test_fstring_repair_doubles_only_what_cannot_be_a_field(bad: str, good: str) -> None:
+    with pytest.raises(SyntaxError):
+        ast.parse(game_with(bad))
+    m = extract_env_module(fence(game_with(bad)))
+    assert m.code == game_with(good)
+    line = game_with(bad).splitlines().index(f"        msg = {bad}") + 1
+    assert m.repairs == (f"doubled literal braces in the f-string at line {line}",)
+
+
+def test_fstring_repair_in_a_triple_quoted_string_and_two_lines() -> None:
+    code = game_with('f"""Rules:\nreply as \\\\boxed{your move}\nturn {self.turn}"""') + (
+        '\n\ndef legend():\n    return f"Use {row col} pairs"\n')
+    m = extract_env_module(fence(code))
+    assert "\\\\boxed{{your move}}\nturn {self.turn}" in m.code and "{{row col}}" in m.code
+    assert len(m.repairs) == 2
+
+
+def test_repair_leaves_other_strings_and_dicts_alone() -> None:
+    code = 'd = {"a": 1}; s = "{not f}"; t = f"{x y}"\n'
+    _, fixed, repairs = parse_with_repair(code)
+    assert fixed == 'd = {"a": 1}; s = "{not f}"; t = f"{{x y}}"\n' and len(repairs) == 1
+
+
+def test_repair_does_not_touch_code_that_parses() -> None:
+    code = 'x = f"use \\boxed{answer}"\n'  # a NameError at run time, not a syntax error
+    assert parse_with_repair(code)[1:] == (code, ())
+
+
+def test_non_fstring_syntax_errors_are_not_repaired() -> None:
+    code = 'x = f"{a b}"\ny = (1,\n'
+    with pytest.raises(SyntaxError) as e:
+        parse_with_repair(code)
+    assert e.value.lineno == 1  # the original error is what is reported
+    with pytest.raises(ExtractError, match="syntax error at line 1"):
+        extract_env_module(fence(code))
+
+
+def test_prefixes_and_comments_are_scanned_correctly() -> None:
+    code = (
+        "# a comment with f\"{bad one}\" is ignored\n"
+        "if True:x = \"plain {a b}\"\n"
+        "elif_f = 1\n"
+        "y = F'{z w}'\n"
+    )
+    _, fixed, _ = parse_with_repair(code)
+    assert fixed == code.replace("F'{z w}'", "F'{{z w}}'")
