@@ -219,6 +219,10 @@ class ParsedAction:
     empty when the reply is well formed and holds an action; else it says what is missing or
     malformed, in words the agent can be shown. Fields parsed before an error stay filled (a
     reply with a bad tool call and a good answer keeps the answer).
+
+    >>> a = parse_action("Moving on: \\\\boxed{ {left} }", "games")
+    >>> a.boxed, a.ok, a.env_action
+    ('left', True, '\\\\boxed{left}')
     """
 
     setting: str

@@ -48,7 +48,7 @@ PYTHON_LANGS = frozenset({"", "python", "py", "python3", "py3"})
 
 _MAX_REPAIR_ROUNDS = 20
 _MAX_CLOSING_TRIES = 8
-_OPEN_FENCE = re.compile(r"^([ \t]*)(`{3,})[ \t]*([^`\n]*?)[ \t]*$", re.M)
+_OPEN_FENCE = re.compile(r"^([ \t]*)(`{3,})[ \t]*([^`\n]*?)[ \t\r]*$", re.M)
 _THINK_TAG = re.compile(r"<(/?)think>")
 _JUNK = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffd]")
 _STRING_START = re.compile(r"#|(?:(?<![\w])([rRbBfFuU]{1,2}))?('''|\"\"\"|'|\")")
@@ -144,7 +144,7 @@ def _fenced_blocks(text: str) -> list[_Block]:
         indent, ticks, info = m.group(1), m.group(2), m.group(3)
         lang = info.split()[0].lower() if info.split() else ""
         body_start = min(m.end() + 1, len(text))
-        closing = re.compile(rf"^[ \t]*`{{{len(ticks)},}}[ \t]*$", re.M)
+        closing = re.compile(rf"^[ \t]*`{{{len(ticks)},}}[ \t\r]*$", re.M)
         first = closing.search(text, body_start)
         if first is None:
             code = _dedent(text[body_start:], indent)

@@ -122,6 +122,12 @@ def test_indented_fence_is_dedented() -> None:
     assert extract_env_module(reply).code == GAME
 
 
+def test_windows_line_endings() -> None:
+    reply = ("Game:\n" + fence(GAME) + "Done.").replace("\n", "\r\n")
+    m = extract_env_module(reply)
+    assert m.class_name == "GuessEnv" and m.code == GAME.replace("\n", "\r\n") and m.repairs == ()
+
+
 def test_unfenced_reply_that_is_a_module() -> None:
     assert extract_env_module(GAME).class_name == "GuessEnv"
 
@@ -199,6 +205,9 @@ def game_with(line: str) -> str:
         ('f"Set {1, 2} is shown as {x y}"', 'f"Set {1, 2} is shown as {{x y}}"'),
         ('f"close } and {self.turn:>{3}}"', 'f"close }} and {self.turn:>{3}}"'),
         ('rf"\\boxed{an answer} at {self.turn}"', 'rf"\\boxed{{an answer}} at {self.turn}"'),
+        ("f'use {self.turn!r} and {self.turn!z}'", "f'use {self.turn!r} and {{self.turn!z}}'"),
+        ("f'{self.turn}} left'", "f'{self.turn}}} left'"),
+        ("f'{{literal} and {lambda: 1}'", "f'{{literal}} and {{lambda: 1}}'"),
     ],
 )
 def test_fstring_repair_doubles_only_what_cannot_be_a_field(bad: str, good: str) -> None:
