@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-from conftest import as_actions, play, random_action
+from starter_helpers import AGENTS, as_actions, play, random_action
 
 SEEDS = range(20)
 RANDOM_EPISODES = 60
@@ -132,3 +132,18 @@ def test_malformed_reply_gets_format_reminder(env_class):
         assert reward == 0.0 and not terminated
         assert "\\boxed{" in obs, "the reply is reminded of the action format"
         env.reset(seed=2)
+
+
+def test_random_legal_moves_rarely_win(game, env_class):
+    """A rule-abiding random agent (see starter_helpers.py) wins at most 5% of 100 episodes."""
+    assert game.name in AGENTS, f"add a random legal agent for {game.name} to starter_helpers.py"
+    agent, env, wins = AGENTS[game.name], env_class(), 0
+    for episode in range(100):
+        rng = random.Random(10**6 + episode)  # not the env's seed: the streams must not correlate
+        env.reset(seed=episode)
+        for _ in range(env.max_turns):
+            _, reward, terminated, truncated, _ = env.step(agent(rng, env))
+            if terminated or truncated:
+                wins += terminated and reward > 0
+                break
+    assert wins <= 5

@@ -1,0 +1,130 @@
+"""Helpers for the starter-library tests: loading trusted starter source, playing episodes,
+random replies, and one random legal-move agent per game.
+
+The sandbox is not part of these tests, so the environments run in this process. That is safe
+only because they are our own files, reviewed and shipped in the package; generated code never
+runs this way. Each module is executed into a fresh, isolated module object that is not
+registered in ``sys.modules``, so no test sees another's state. (This module has a unique name
+because test folders here are not packages: every folder's ``conftest`` shares one module name.)
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import types
+
+from spadework.types import EnvSource
+
+
+def load_class(src: EnvSource) -> type:
+    """Execute trusted starter source into an isolated module and return its environment class."""
+    module = types.ModuleType(f"starter_{src.name}")
+    exec(compile(src.code, f"<starter {src.name}>", "exec"), module.__dict__)  # trusted: ours
+    return getattr(module, src.class_name)
+
+
+def as_actions(solution) -> list[str]:
+    return [solution] if isinstance(solution, str) else list(solution)
+
+
+def play(env, actions) -> tuple[list[tuple], bool]:
+    """Step through actions until the episode ends; (step results, won)."""
+    results = []
+    for action in actions:
+        result = env.step(action)
+        results.append(result)
+        _, reward, terminated, truncated, _ = result
+        if terminated or truncated:
+            return results, bool(terminated and reward > 0)
+    return results, False
+
+
+_WORD = re.compile(r"[A-Za-z]+|\d+")
+
+
+def random_action(rng: random.Random, observation: str) -> str:
+    """A random boxed reply in the spirit of the game: built from the observation's own words and
+    numbers (so it often has the right shape), from small integers, or from direction words."""
+    tokens = _WORD.findall(observation) or ["x"]
+    numbers = [t for t in tokens if t.isdigit()] or ["1"]
+    kind = rng.randrange(8)
+    if kind == 0:
+        body = str(rng.randint(0, 100))
+    elif kind == 1:
+        body = " ".join(rng.choice(numbers) for _ in range(rng.randint(1, 5)))
+    elif kind == 2:
+        body = " ".join(str(rng.randint(1, 9)) for _ in range(rng.randint(1, 6)))
+    elif kind == 3:
+        body = rng.choice(["up", "down", "left", "right"]) + rng.choice(["", f" {rng.randint(1, 4)}"])
+    elif kind == 4:
+        body = rng.choice(tokens) + " " + " ".join(rng.choice(numbers) for _ in range(rng.randint(1, 4)))
+    elif kind == 5:
+        body = f"{rng.choice(numbers)} {rng.choice('+-*/')} {rng.choice(numbers)}"
+    elif kind == 6:
+        body = f"{rng.choice(tokens)} {rng.choice(numbers)} {rng.choice(tokens)}"
+    else:
+        body = " ".join(rng.choice(tokens) for _ in range(rng.randint(1, 4)))
+    return f"\\boxed{{{body}}}"
+
+
+# Random agents that only make legal moves. They know the rules (and read the visible state
+# through the environment's attributes) but not the answer: a game passes when such an agent
+# wins rarely. Every starter game needs one here, so that a new game cannot skip the check.
+
+def _box(body: str) -> str:
+    return "\\boxed{" + body + "}"
+
+
+def nim(rng: random.Random, env) -> str:
+    i = rng.choice([k for k, p in enumerate(env.piles) if p])
+    return _box(f"{i + 1} {rng.randint(1, env.piles[i])}")
+
+
+def mastermind(rng: random.Random, env) -> str:
+    return _box(" ".join(str(rng.randint(1, 6)) for _ in range(4)))
+
+
+def coin_balance(rng: random.Random, env) -> str:
+    if rng.random() < 0.8:
+        k = rng.randint(1, env.n // 2)
+        coins = rng.sample(range(1, env.n + 1), 2 * k)
+        return _box(f"weigh {' '.join(map(str, coins[:k]))} vs {' '.join(map(str, coins[k:]))}")
+    return _box(f"answer {rng.randint(1, env.n)} {rng.choice(['heavy', 'light'])}")
+
+
+def maze(rng: random.Random, env) -> str:
+    return _box(f"{rng.choice(['up', 'down', 'left', 'right'])} {rng.randint(1, 5)}")
+
+
+def sliding_puzzle(rng: random.Random, env) -> str:
+    r, c = divmod(env.state.index(0), 3)
+    tiles = [env.state[nr * 3 + nc] for nr, nc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1))
+             if 0 <= nr < 3 and 0 <= nc < 3]
+    return _box(str(rng.choice(tiles)))
+
+
+def sequence(rng: random.Random, env) -> str:
+    last, before = env.terms[env.known - 1], env.terms[env.known - 2]
+    return _box(str(2 * last - before + rng.randint(-10, 10)))
+
+
+def knapsack(rng: random.Random, env) -> str:
+    return _box(" ".join(str(i + 1) for i in range(len(env.weights)) if rng.random() < 0.45))
+
+
+def light_switches(rng: random.Random, env) -> str:
+    if rng.random() < 0.8:
+        return _box(f"toggle {rng.randint(1, 5)}")
+    return _box("answer " + " ".join(str(rng.randint(1, 5)) for _ in range(4)))
+
+
+def countdown(rng: random.Random, env) -> str:
+    if len(env.pool) < 2 or (env.history and rng.random() < 0.1):
+        return _box("undo")
+    a, b = rng.sample(env.pool, 2)
+    return _box(f"{a} {rng.choice('+-*/')} {b}")
+
+
+AGENTS = {f.__name__: f for f in (nim, mastermind, coin_balance, maze, sliding_puzzle, sequence,
+                                  knapsack, light_switches, countdown)}
