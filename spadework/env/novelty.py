@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import io
+import keyword
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -87,22 +88,25 @@ def normalise_code(code: str) -> list[str]:
     """
     try:
         tree = _Normaliser().visit(ast.parse(code))
-        text = ast.unparse(ast.fix_missing_locations(tree))
+        return _tokens(ast.unparse(ast.fix_missing_locations(tree)), rename=False)
     except (SyntaxError, ValueError, RecursionError):
-        text = code
-    return _tokens(text)
+        return _tokens(code, rename=True)
 
 
-def _tokens(text: str) -> list[str]:
+def _tokens(text: str, rename: bool) -> list[str]:
+    """Python tokens without layout or comments; with ``rename``, identifiers become ``_`` at
+    the token level (the fallback for code the AST cannot take)."""
     out: list[str] = []
     skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
             tokenize.ENDMARKER, tokenize.ENCODING}
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type not in skip:
-                out.append(tok.string)
+            if tok.type in skip:
+                continue
+            name = tok.type == tokenize.NAME and not keyword.iskeyword(tok.string)
+            out.append("_" if rename and name and tok.string not in _KEEP else tok.string)
     except (tokenize.TokenError, SyntaxError):
-        out = text.split()
+        pass  # unclosed bracket or bad indent: the tokens up to there are what we have
     return out
 
 

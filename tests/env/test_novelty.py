@@ -1,0 +1,86 @@
+"""Near-duplicate detection over normalised code."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from spadework.env.checker import CheckConfig
+from spadework.env.novelty import NoveltyIndex, jaccard, normalise_code, shingles
+from spadework.library import starter_envs
+from spadework.types import env_id_of
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "envs"
+GOOD = (FIXTURES / "good" / "arithmetic_chain.py").read_text()
+
+
+def similarity(a: str, b: str, k: int = 5) -> float:
+    return jaccard(shingles(normalise_code(a), k), shingles(normalise_code(b), k))
+
+
+def test_renaming_reformatting_and_comments_do_not_make_code_new():
+    renamed = (
+        GOOD.replace("ArithmeticChainEnv", "ModularPuzzleEnv")
+        .replace("self.target", "self.secret")
+        .replace("guess", "g")
+        .replace("def _task(self, lead):", "def _task(self, lead: str) -> str:  # render")
+        .replace("        hint = ", "\n\n        hint  =  ")
+    )
+    renamed = '"""Another docstring entirely."""\n# a comment\n' + renamed.split('"""', 2)[2]
+    assert renamed != GOOD
+    assert normalise_code(renamed) == normalise_code(GOOD)
+    assert similarity(renamed, GOOD) == 1.0
+
+
+def test_literals_are_kept():
+    a = "WORDS = ['apple', 'pear']\nN = 3\n"
+    assert normalise_code(a) != normalise_code(a.replace("pear", "plum"))
+    assert normalise_code(a) != normalise_code(a.replace("3", "4"))
+
+
+def test_one_line_variants_are_near_duplicates():
+    for path in sorted((FIXTURES / "bad").glob("*.py")):
+        if path.stem != "syntax_error":
+            assert similarity(path.read_text(), GOOD) >= 0.9, path.stem
+
+
+def test_starter_environments_are_not_near_duplicates_of_each_other():
+    envs = starter_envs()
+    worst = max(similarity(a.code, b.code) for a, b in itertools.combinations(envs, 2))
+    assert worst < CheckConfig().novelty_threshold, worst
+
+
+def test_index_names_the_most_similar_environment():
+    envs = starter_envs()
+    index = NoveltyIndex([e.code for e in envs])
+    assert len(index) == len(envs)
+    for env in envs:
+        match = index.most_similar(env.code)
+        assert match.env_id == env.env_id and match.similarity == 1.0
+    match = index.most_similar(GOOD)
+    assert match.similarity < 0.5 and match.env_id in {e.env_id for e in envs}
+    assert NoveltyIndex().most_similar(GOOD) is None
+
+
+def test_index_is_incremental_and_validated():
+    index = NoveltyIndex(k=3)
+    index.add(GOOD)
+    assert index.most_similar(GOOD).env_id == env_id_of(GOOD)
+    with pytest.raises(ValueError, match="k must be"):
+        NoveltyIndex(k=0)
+
+
+def test_code_that_does_not_parse_is_compared_as_text():
+    broken = (FIXTURES / "bad" / "syntax_error.py").read_text()
+    assert normalise_code(broken)
+    assert similarity(broken, broken) == 1.0
+    assert 0.0 < similarity(broken, GOOD) < 1.0
+
+
+def test_shingles_and_jaccard_edges():
+    assert shingles([], 5) == frozenset()
+    assert shingles(["a"], 5) == frozenset({("a",)})
+    assert jaccard(frozenset(), frozenset()) == 0.0
+    assert jaccard(frozenset({1}), frozenset({1})) == 1.0
