@@ -1,0 +1,77 @@
+"""The attack suite must also pass for a caller that is not root.
+
+As root, this re-runs a representative subset of ``test_attacks.py`` in a pytest subprocess that
+has switched to uid/gid 65534 first (the sandbox then uses a user namespace instead of a uid drop,
+and seccomp plus Landlock carry the confinement). When the suite already runs unprivileged, it is
+its own proof and this test skips.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NOBODY = 65534
+SUBSET = (
+    "isolation_matches_privilege or read_files or write_outside or connect or fork_bomb or "
+    "raw_syscalls or proc_and_signals or no_exec or import_or_patch or garbage or memory_bomb"
+)
+
+
+def _expose_interpreter() -> None:
+    """Let uid 65534 reach an interpreter installed under a 0700 home, in this process only.
+
+    In a private mount namespace, a 0755 tmpfs covers the home directory and the interpreter's
+    tree is bind-mounted back into it; nothing outside the subprocess sees any of this.
+    """
+    home = Path(sys.base_prefix).resolve()
+    blocked = next((p for p in [*reversed(home.parents), home] if not os.stat(p).st_mode & 0o001), None)
+    if blocked is None:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    ms_rec, ms_private, ms_bind = 0x4000, 0x40000, 0x1000
+    ok = (libc.unshare(0x00020000) == 0
+          and libc.mount(None, b"/", None, ms_rec | ms_private, None) == 0)
+    keep = os.open(home, os.O_PATH)  # opened inside the new namespace: bind sources must be
+    ok = (ok and libc.mount(b"tmpfs", str(blocked).encode(), b"tmpfs", 0, b"mode=0755") == 0)
+    if ok:
+        os.makedirs(home, exist_ok=True)
+        ok = libc.mount(f"/proc/self/fd/{keep}".encode(), str(home).encode(), None,
+                        ms_bind | ms_rec, None) == 0
+    if not ok:
+        raise OSError(ctypes.get_errno(), "could not expose the interpreter to uid 65534")
+
+
+def _become_nobody() -> None:
+    _expose_interpreter()
+    os.setgroups([])
+    os.setresgid(NOBODY, NOBODY, NOBODY)
+    os.setresuid(NOBODY, NOBODY, NOBODY)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="already unprivileged: the whole suite is the proof")
+def test_attack_subset_as_nobody():
+    base = tempfile.mkdtemp(prefix="spadework-nobody-")
+    os.chown(base, NOBODY, NOBODY)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": base, "OMP_NUM_THREADS": "1",
+           "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": base}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
+             os.path.join(base, "pt"), str(REPO / "tests/sandbox/test_attacks.py"), "-k", SUBSET],
+            cwd=REPO, env=env, preexec_fn=_become_nobody, capture_output=True, text=True,
+            timeout=240,
+        )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    tail = (proc.stdout + proc.stderr)[-3000:]
+    assert proc.returncode == 0, tail
+    assert " passed" in tail and "skipped" not in tail, tail
