@@ -6,6 +6,8 @@ imported inside the commands, so ``spadework --help`` stays fast.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 import spadework
@@ -167,6 +169,40 @@ def serve(
         raise typer.Exit(1) from e
     run_server(policy, model or DEFAULT_MODEL, host, port,
                ready=lambda url: print(f"serving on {url}", flush=True))
+
+
+@app.command("check")
+def check_cmd(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True, metavar="FILE",
+                                help="An environment module (.py) or a raw designer reply (.txt, .md)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    seeds: int = typer.Option(5, "--seeds", min=1, help="Seeds solution() must win on."),
+    max_turns: int = typer.Option(20, "--max-turns", min=1, help="Turn cap the instance is built with."),
+    allow_numpy: bool = typer.Option(False, "--allow-numpy", help="Allow `import numpy`."),
+) -> None:
+    """Validate an environment stage by stage; exit 0 when valid, 1 when not, 2 when it cannot
+    be checked."""
+    import json
+
+    from spadework.env.checker import CheckConfig, check, format_report, report_dict
+    from spadework.errors import SandboxUnavailable
+    from spadework.sandbox import Limits, Sandbox
+
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        typer.echo(f"error: {file} is not UTF-8 text ({e.reason})", err=True)
+        raise typer.Exit(2) from e
+    module = {".py": True, ".txt": False, ".md": False}.get(file.suffix.lower())
+    try:
+        with Sandbox(Limits()) as sandbox:
+            report = check(text, sandbox=sandbox, seeds=seeds, module=module,
+                           config=CheckConfig(max_turns=max_turns, allow_numpy=allow_numpy))
+    except SandboxUnavailable as e:
+        typer.echo(f"error: cannot check here: {e.reason}", err=True)
+        raise typer.Exit(2) from e
+    typer.echo(json.dumps(report_dict(report), indent=2) if as_json else format_report(report))
+    raise typer.Exit(0 if report.ok else 1)
 
 
 def main() -> None:

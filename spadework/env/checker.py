@@ -419,3 +419,40 @@ def check(
 def _static(code: str, cfg: CheckConfig) -> tuple[Any, str]:
     info = check_static(code, allow_numpy=cfg.allow_numpy)
     return info, f"class {info.class_name} ({info.setting}); imports allowed; only definitions at import"
+
+
+def report_dict(report: CheckReport) -> dict:
+    """The report as plain JSON-ready data (``spadework check --json``)."""
+    return {
+        "ok": report.ok,
+        "env_id": report.env_id,
+        "class_name": report.class_name,
+        "failed_stage": report.failed_stage,
+        "reason": report.reason,
+        "results": [
+            {"stage": r.stage, "passed": r.passed, "reason": r.reason, "seconds": round(r.seconds, 6)}
+            for r in report.results
+        ],
+    }
+
+
+def format_report(report: CheckReport) -> str:
+    """The report for people: one line per stage (✓/✗, time, reason), then the verdict.
+
+    >>> r = CheckReport("ab" * 32, "GuessEnv", (CheckResult("static", True, "ok", 0.0012),
+    ...                                          CheckResult("load", False, "boom", 0.25)))
+    >>> print(format_report(r))
+    ✓ static            1.2 ms  ok
+    ✗ load            250.0 ms  boom
+    invalid: GuessEnv fails at load
+    """
+    lines = []
+    for r in report.results:
+        reason = r.reason.replace("\n", "\n" + " " * 28)
+        lines.append(f"{'✓' if r.passed else '✗'} {r.stage:<12} {r.seconds * 1000:8.1f} ms  {reason}")
+    name = report.class_name or "the candidate"
+    if report.ok:
+        lines.append(f"valid: {name} (env {report.env_id[:12]})")
+    else:
+        lines.append(f"invalid: {name} fails at {report.failed_stage or 'no stage (nothing ran)'}")
+    return "\n".join(lines)

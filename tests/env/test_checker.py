@@ -4,6 +4,10 @@ runtime stage is exercised on its own."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -300,3 +304,52 @@ def test_config_is_validated():
         CheckConfig(max_turns=0)
     with pytest.raises(ConfigError, match="seeds"):
         check(GOOD_CODE, sandbox=None, seeds=0)
+
+
+# -- the command ------------------------------------------------------------------------------
+
+SPADEWORK = Path(sys.executable).parent / "spadework"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "400"}
+    return subprocess.run([str(SPADEWORK), "check", *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_cli_good_module():
+    out = _cli(str(FIXTURES / "good" / "arithmetic_chain.py"))
+    assert out.returncode == 0, out.stderr
+    assert "✓ not_trivial" in out.stdout and "valid: ArithmeticChainEnv" in out.stdout
+
+
+def test_cli_bad_module_as_json():
+    out = _cli("--json", "--seeds", "2", str(FIXTURES / "bad" / "nan_reward.py"))
+    assert out.returncode == 1, out.stderr
+    report = json.loads(out.stdout)
+    assert report["ok"] is False and report["failed_stage"] == "contract"
+    assert "reward is nan" in report["reason"]
+    assert [r["stage"] for r in report["results"]] == ["static", "load", "contract"]
+
+
+def test_cli_reads_a_raw_reply(tmp_path):
+    reply = tmp_path / "reply.md"
+    reply.write_text(f"Sure.\n```python\n{GOOD_CODE}```\n")
+    out = _cli("--json", str(reply))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert json.loads(out.stdout)["results"][0]["stage"] == "extract"
+    text = tmp_path / "reply.txt"
+    text.write_text("no code at all")
+    out = _cli(str(text))
+    assert out.returncode == 1 and "✗ extract" in out.stdout
+
+
+def test_cli_usage_errors_exit_2(tmp_path):
+    out = _cli(str(tmp_path / "missing.py"))
+    assert out.returncode == 2 and "does not exist" in out.stderr
+    binary = tmp_path / "blob.py"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    out = _cli(str(binary))
+    assert out.returncode == 2 and "not UTF-8" in out.stderr
+    out = _cli("--seeds", "0", str(FIXTURES / "good" / "arithmetic_chain.py"))
+    assert out.returncode == 2
