@@ -205,6 +205,71 @@ def check_cmd(
     raise typer.Exit(0 if report.ok else 1)
 
 
+archive_app = typer.Typer(help="The run archive: environments, plays, attempts.", no_args_is_help=True)
+app.add_typer(archive_app, name="archive")
+_DB = typer.Option(None, "--db", help="The archive file.")
+_RUN_DIR = typer.Option(None, "--run-dir", help="A run directory (its archive.sqlite).")
+
+
+def _archive_call(db: str | None, run_dir: str | None, fn, *, create: bool = False) -> None:  # noqa: ANN001
+    """Open the named archive, call ``fn(archive)``, and turn archive errors into exit 1."""
+    from spadework.archive import Archive
+    from spadework.archive.show import resolve_path
+    from spadework.errors import ArchiveError, ConfigError
+
+    try:
+        with Archive.open(resolve_path(db, run_dir), create=create) as archive:
+            fn(archive)
+    except (ArchiveError, ConfigError) as e:
+        typer.echo(f"error: {e.reason}", err=True)
+        raise typer.Exit(1) from e
+
+
+@archive_app.command("ls")
+def archive_ls(
+    db: str = _DB, run_dir: str = _RUN_DIR,
+    status: str = typer.Option(None, "--status", help="accepted or rejected."),
+    skill: str = typer.Option(None, "--skill"),
+    limit: int = typer.Option(None, "--limit", min=1),
+) -> None:
+    """List environments: id, status, iteration, skill, class, plays, win rate, regret."""
+    from spadework.archive.show import ls_lines
+
+    _archive_call(db, run_dir, lambda a: typer.echo(
+        "\n".join(ls_lines(a, status=status, skill=skill, limit=limit))))
+
+
+@archive_app.command("show")
+def archive_show(
+    env_id: str = typer.Argument(..., help="An environment id or a prefix of one (4+ digits)."),
+    db: str = _DB, run_dir: str = _RUN_DIR,
+) -> None:
+    """One environment: fields, play statistics, check report, hint and code."""
+    from spadework.archive.show import show_text
+
+    _archive_call(db, run_dir, lambda a: typer.echo(show_text(a, env_id)))
+
+
+@archive_app.command("export")
+def archive_export(
+    out: str = typer.Option(..., "--out", help="The file to write."),
+    fmt: str = typer.Option("jsonl", "--format", help="jsonl or parquet."),
+    db: str = _DB, run_dir: str = _RUN_DIR,
+) -> None:
+    """Write every environment with its statistics, one row each, as JSONL or Parquet."""
+    from spadework.archive import export_envs
+
+    _archive_call(db, run_dir, lambda a: typer.echo(
+        f"{export_envs(a, out, fmt)} environments written to {out}"))
+
+
+@archive_app.command("import-starter")
+def archive_import_starter(db: str = _DB, run_dir: str = _RUN_DIR) -> None:
+    """Add the starter library as seed environments (creates the archive; idempotent)."""
+    _archive_call(db, run_dir, lambda a: typer.echo(
+        f"{a.import_starter()} starter environments added to {a.path}"), create=True)
+
+
 def main() -> None:
     app()
 

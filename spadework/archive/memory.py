@@ -1,0 +1,99 @@
+"""Memory queries: which archived environments the designer is shown, as examples or warnings.
+
+Departures from the reference implementation (see spade-reference.md, section 7):
+
+- Positives are ranked deterministically (regret descending, then the most recently played,
+  then the id) and the top ``k`` returned; a caller that wants variety samples from a larger
+  ``k`` with its own seeded RNG. The reference sampled from the top ten with an unseeded RNG.
+- Negatives carry the class name and an excerpt of the code from the class definition on,
+  where the reference named only a file stem and showed no code.
+- Win rates and regrets are those of the latest iteration that played the environment; the
+  archive has no FIFO capacity, so old environments are never silently forgotten.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spadework.archive.records import MemoryNegative, MemoryPositive
+from spadework.errors import ArchiveError
+
+if TYPE_CHECKING:
+    from spadework.archive.store import Archive
+
+_BASE = ("SELECT e.env_id, e.class_name, e.skill, e.code, s.win_rate, s.regret "
+         "FROM envs AS e JOIN env_stats AS s ON s.env_id = e.env_id WHERE e.status = 'accepted'")
+
+
+def code_excerpt(code: str, class_name: str, chars: int = 400) -> str:
+    """Up to ``chars`` characters of ``code`` from the line defining ``class_name`` on (from the
+    start when that line is not found), cut at a line end where possible.
+
+    >>> code_excerpt("import x\\n\\nclass AEnv:\\n    def reset(self): ...\\n", "AEnv", 40)
+    'class AEnv:\\n    def reset(self): ...'
+    >>> code_excerpt("a = 1\\nb = 2\\n", "Missing", 7)
+    'a = 1'
+    """
+    start = 0
+    for marker in (f"class {class_name}(", f"class {class_name}:"):
+        i = code.find(marker)
+        if i >= 0:
+            start = i
+            break
+    text = code[start:start + chars]
+    if start + chars < len(code) and "\n" in text:
+        text = text[: text.rindex("\n")]
+    return text.rstrip()
+
+
+def _filters(skill: str | None, setting: str | None) -> tuple[str, list]:
+    sql, params = "", []
+    if skill is not None:
+        sql, params = sql + " AND e.skill = ?", params + [skill]
+    if setting is not None:
+        sql, params = sql + " AND e.setting = ?", params + [setting]
+    return sql, params
+
+
+def _check_rate(x: float, name: str) -> None:
+    if not 0.0 <= x <= 1.0:
+        raise ArchiveError(f"{name} must lie in [0, 1], got {x!r}")
+
+
+def memory_examples(archive: Archive, skill: str | None, *, lo: float = 0.15, hi: float = 0.85,
+                    k: int = 2, setting: str | None = None) -> list[MemoryPositive]:
+    """Accepted environments of ``skill`` whose latest win rate lies in ``[lo, hi]``, best first.
+
+    Ranked by regret (descending; none last), then the most recently played, then env id.
+    ``skill=None`` matches every skill.
+    """
+    _check_rate(lo, "lo")
+    _check_rate(hi, "hi")
+    if lo > hi:
+        raise ArchiveError(f"lo must be <= hi, got lo={lo}, hi={hi}")
+    extra, params = _filters(skill, setting)
+    sql = (_BASE + extra + " AND s.win_rate BETWEEN ? AND ? ORDER BY s.regret IS NULL, "
+           "s.regret DESC, s.last_played_iteration DESC, e.env_id LIMIT ?")
+    rows = archive.query(sql, [*params, lo, hi, max(0, int(k))])
+    return [MemoryPositive(r["env_id"], r["class_name"], r["skill"], r["code"], r["win_rate"],
+                           r["regret"]) for r in rows]
+
+
+def memory_negatives(archive: Archive, skill: str | None, *, k: int = 1, too_easy: float = 0.9,
+                     too_hard: float = 0.1, setting: str | None = None,
+                     excerpt_chars: int = 400) -> list[MemoryNegative]:
+    """Accepted environments of ``skill`` the agent solves too often (win rate > ``too_easy``)
+    or too rarely (< ``too_hard``): the most extreme first (distance of the win rate from 0.5),
+    then the most recently played, then env id."""
+    _check_rate(too_easy, "too_easy")
+    _check_rate(too_hard, "too_hard")
+    extra, params = _filters(skill, setting)
+    sql = (_BASE + extra + " AND (s.win_rate > ? OR s.win_rate < ?) ORDER BY "
+           "ABS(s.win_rate - 0.5) DESC, s.last_played_iteration DESC, e.env_id LIMIT ?")
+    rows = archive.query(sql, [*params, too_easy, too_hard, max(0, int(k))])
+    return [
+        MemoryNegative(r["env_id"], r["class_name"], r["skill"], r["win_rate"],
+                       "too easy" if r["win_rate"] > too_easy else "too hard",
+                       code_excerpt(r["code"], r["class_name"], excerpt_chars))
+        for r in rows
+    ]

@@ -1,0 +1,239 @@
+"""The archive's SQLite schema, versioned, and the migrations between versions.
+
+The version lives in ``PRAGMA user_version`` and the file is marked as ours by
+``PRAGMA application_id``. A fresh file is built by running every migration step in order, so
+the steps that upgrade an old archive are the same ones every new archive is built with (they
+cannot drift apart). Each step runs in its own ``BEGIN IMMEDIATE`` transaction together with
+the version bump: a killed migration leaves the file at the previous version, never between.
+Before an existing archive is migrated, a copy is written beside it (``NAME.vN.bak``).
+
+An archive from a newer schema is refused: this code cannot know what a newer version means.
+
+Versions:
+
+1. environments, per-iteration play statistics, designer attempts, episodes and their turns,
+   iteration metrics, named state.
+2. ``envs.failed_stage`` and ``envs.reason`` as columns (backfilled from the stored check
+   report), so listings and memory queries filter without parsing JSON per row; an index on
+   (skill, status); the ``env_stats`` view (totals plus the latest iteration's rates).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from spadework.errors import ArchiveError
+
+#: The schema version this code writes. Bump it only by appending a step to ``STEPS``.
+SCHEMA_VERSION = 2
+
+#: ``PRAGMA application_id`` of a spadework archive ("SPDW").
+APPLICATION_ID = 0x53504457
+
+_V1 = """
+CREATE TABLE envs (
+    env_id TEXT PRIMARY KEY,
+    code TEXT NOT NULL,
+    class_name TEXT NOT NULL,
+    setting TEXT NOT NULL,
+    skill TEXT,
+    name TEXT,
+    origin TEXT NOT NULL,
+    doc_id TEXT,
+    doc_excerpt TEXT,
+    parent_id TEXT,
+    iteration INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('accepted', 'rejected')),
+    report TEXT,
+    hint TEXT,
+    created_at REAL NOT NULL
+);
+CREATE TABLE env_plays (
+    env_id TEXT NOT NULL REFERENCES envs(env_id) ON DELETE CASCADE,
+    iteration INTEGER NOT NULL,
+    plays INTEGER NOT NULL CHECK (plays > 0),
+    wins INTEGER NOT NULL CHECK (wins >= 0 AND wins <= plays),
+    win_rate REAL NOT NULL,
+    regret REAL,
+    PRIMARY KEY (env_id, iteration)
+);
+CREATE TABLE attempts (
+    iteration INTEGER NOT NULL,
+    slot INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    skill TEXT,
+    setting TEXT NOT NULL,
+    doc_id TEXT,
+    messages TEXT NOT NULL,
+    reply TEXT NOT NULL,
+    prompt_ids BLOB,
+    output_ids BLOB,
+    logprobs BLOB,
+    finish_reason TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    env_id TEXT REFERENCES envs(env_id),
+    memory_ids TEXT NOT NULL,
+    reward REAL,
+    trained_iteration INTEGER,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (iteration, slot, attempt)
+);
+CREATE INDEX attempts_env ON attempts(env_id);
+CREATE TABLE episodes (
+    iteration INTEGER NOT NULL,
+    env_id TEXT NOT NULL REFERENCES envs(env_id) ON DELETE CASCADE,
+    arm TEXT NOT NULL,
+    play_index INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    rewards BLOB,
+    terminated INTEGER NOT NULL,
+    truncated INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT NOT NULL,
+    seconds REAL NOT NULL,
+    n_turns INTEGER NOT NULL,
+    PRIMARY KEY (iteration, env_id, arm, play_index)
+);
+CREATE INDEX episodes_env ON episodes(env_id);
+CREATE TABLE turns (
+    iteration INTEGER NOT NULL,
+    env_id TEXT NOT NULL,
+    arm TEXT NOT NULL,
+    play_index INTEGER NOT NULL,
+    turn_index INTEGER NOT NULL,
+    prompt_ids BLOB,
+    output_ids BLOB,
+    logprobs BLOB,
+    text TEXT NOT NULL,
+    action TEXT NOT NULL,
+    observation TEXT NOT NULL,
+    reward REAL NOT NULL,
+    finish_reason TEXT NOT NULL,
+    PRIMARY KEY (iteration, env_id, arm, play_index, turn_index),
+    FOREIGN KEY (iteration, env_id, arm, play_index)
+        REFERENCES episodes(iteration, env_id, arm, play_index) ON DELETE CASCADE
+);
+CREATE TABLE iterations (
+    iteration INTEGER PRIMARY KEY,
+    metrics TEXT NOT NULL,
+    recorded_at REAL NOT NULL
+);
+CREATE TABLE state (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+"""
+
+_V2 = """
+ALTER TABLE envs ADD COLUMN failed_stage TEXT;
+ALTER TABLE envs ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+CREATE INDEX envs_skill_status ON envs(skill, status);
+CREATE VIEW env_stats AS
+    SELECT t.env_id AS env_id, t.plays AS plays, t.wins AS wins, p.win_rate AS win_rate,
+           p.regret AS regret, t.last AS last_played_iteration
+    FROM (SELECT env_id, SUM(plays) AS plays, SUM(wins) AS wins, MAX(iteration) AS last
+          FROM env_plays GROUP BY env_id) AS t
+    JOIN env_plays AS p ON p.env_id = t.env_id AND p.iteration = t.last;
+"""
+
+
+def _step_1(conn: sqlite3.Connection) -> None:
+    for stmt in _V1.split(";"):
+        if stmt.strip():
+            conn.execute(stmt)
+
+
+def _first_failure(report_json: str | None) -> tuple[str | None, str]:
+    """(stage, reason) of the first failed result of a stored report, or (None, "")."""
+    if report_json is None:
+        return None, ""
+    try:
+        results = json.loads(report_json)["results"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ArchiveError(f"cannot migrate: a stored check report is corrupt ({e})") from e
+    for r in results:
+        if not r.get("passed"):
+            return str(r.get("stage")), str(r.get("reason", ""))
+    return None, ""
+
+
+def _step_2(conn: sqlite3.Connection) -> None:
+    for stmt in _V2.split(";"):
+        if stmt.strip():
+            conn.execute(stmt)
+    rows = conn.execute("SELECT env_id, status, report FROM envs").fetchall()
+    for env_id, status, report in rows:
+        stage, reason = _first_failure(report)
+        if status == "rejected" and stage is None:
+            stage, reason = "unknown", "archived by schema v1 without a failing check in its report"
+        conn.execute("UPDATE envs SET failed_stage = ?, reason = ? WHERE env_id = ?",
+                     (stage if status == "rejected" else None, reason, env_id))
+
+
+#: ``STEPS[i]`` upgrades version ``i`` to ``i + 1``.
+STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (_step_1, _step_2)
+assert len(STEPS) == SCHEMA_VERSION
+
+
+def _versions(conn: sqlite3.Connection) -> tuple[int, int]:
+    app = conn.execute("PRAGMA application_id").fetchone()[0]
+    ver = conn.execute("PRAGMA user_version").fetchone()[0]
+    return app, ver
+
+
+def check_version(conn: sqlite3.Connection, where: str) -> int:
+    """The archive's schema version; refuses foreign files and newer schemas with a reason."""
+    app, ver = _versions(conn)
+    if app == 0 and ver == 0:
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if tables:
+            raise ArchiveError(f"{where} is an SQLite file but not a spadework archive; "
+                               "give the path of a run's archive or a new file")
+        return 0
+    if app != APPLICATION_ID:
+        raise ArchiveError(f"{where} is an SQLite file of another application (id {app:#x}), "
+                           "not a spadework archive")
+    if ver > SCHEMA_VERSION:
+        raise ArchiveError(
+            f"{where} has archive schema v{ver}, newer than this spadework understands "
+            f"(v{SCHEMA_VERSION}); upgrade spadework, or open the file with the version that wrote it"
+        )
+    return ver
+
+
+def migrate(conn: sqlite3.Connection, where: str, *, target: int = SCHEMA_VERSION,
+            backup: Path | None = None) -> int:
+    """Bring ``conn`` (autocommit mode) up to schema ``target``; returns the version found.
+
+    Each step runs with its version bump in one immediate transaction, rechecking the version
+    under the write lock so that two processes opening one new file do not both build it. When
+    an existing archive (version >= 1) needs steps and ``backup`` is given, the file is copied
+    there first.
+    """
+    found = check_version(conn, where)
+    if found >= target:
+        return found
+    if found >= 1 and backup is not None:
+        dest = sqlite3.connect(backup)
+        try:
+            conn.backup(dest)
+        finally:
+            dest.close()
+    for version in range(found, target):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = check_version(conn, where)
+            if current == version:
+                STEPS[version](conn)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return found

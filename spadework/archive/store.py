@@ -1,0 +1,370 @@
+"""The run archive: one SQLite file per run, owned by one :class:`Archive` object.
+
+Contract:
+
+- One ``Archive`` owns one connection, opened in WAL mode with foreign keys on and a busy
+  timeout; there is no module-level connection. Use it as a context manager or call ``close()``.
+- Every write is a transaction. A stage of the loop wraps all its writes in one
+  ``with archive.transaction():`` so that a kill at any moment leaves the stage either wholly
+  stored or not at all; nested ``transaction()`` blocks are savepoints (an error inside one undoes
+  only it, unless it propagates).
+- Writes are idempotent upserts keyed by natural keys: an environment by the sha256 of its code,
+  an attempt by (iteration, slot, attempt), an episode by (iteration, env_id, arm, play_index),
+  play statistics by (env_id, iteration), metrics by iteration, state by key. Storing the same
+  thing twice (a resumed stage) counts once.
+- Rows that refer to an environment (attempts with code, stats, episodes) need the environment
+  stored first, in the same transaction or before: foreign keys are enforced.
+- Thread safety: an ``Archive`` may be shared between threads; a lock serialises its calls, and
+  a transaction holds the lock until it ends. For reads that must not wait on another thread's
+  transaction, give each thread its own ``Archive`` on the same file: WAL lets readers proceed
+  while one writer writes. Processes likewise each open their own.
+- Failures of SQLite are raised as :class:`ArchiveError` with a reason; a newer schema is refused
+  and an older one migrated (see :mod:`spadework.archive.schema`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from spadework.archive import rows as R
+from spadework.archive.records import DesignAttempt, EnvRecord, EnvStats, IterationRecord, to_json
+from spadework.archive.schema import SCHEMA_VERSION, migrate
+from spadework.errors import ArchiveError
+from spadework.types import Episode
+
+#: The archive's file name inside a run directory.
+ARCHIVE_FILENAME = "archive.sqlite"
+
+
+def archive_path(run_dir: str | Path) -> Path:
+    """Where a run keeps its archive.
+
+    >>> archive_path("runs/a").as_posix()
+    'runs/a/archive.sqlite'
+    """
+    return Path(run_dir) / ARCHIVE_FILENAME
+
+
+def _connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
+                           check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    try:
+        conn.execute("PRAGMA application_id").fetchone()
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+    except sqlite3.DatabaseError:
+        conn.close()
+        raise
+    if str(mode).lower() != "wal":
+        conn.close()
+        raise ArchiveError(f"{path}: SQLite refused WAL mode (got {mode!r}); put the archive on a "
+                           "local filesystem")
+    return conn
+
+
+class Archive:
+    """A run's archive. Open with :meth:`open`; see the module docstring for the contract."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, migrated_from: int) -> None:
+        self._conn = conn
+        self._lock = threading.RLock()
+        self._depth = 0
+        self.path = path
+        #: The schema version the file had when opened (0 for a new file).
+        self.migrated_from = migrated_from
+
+    @classmethod
+    def open(cls, path: str | Path, *, create: bool = True, busy_timeout_s: float = 30.0) -> Archive:
+        """Open (and create or migrate) the archive at ``path``.
+
+        Raises :class:`ArchiveError` when the file is missing and ``create`` is false, is not a
+        spadework archive, or has a newer schema than this code.
+        """
+        path = Path(path)
+        if not path.exists():
+            if not create:
+                raise ArchiveError(f"no archive at {path}; give --db FILE or --run-dir DIR of a run")
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = _connect(path, busy_timeout_s)
+        except sqlite3.Error as e:
+            raise ArchiveError(f"cannot open {path} as an archive: {e}") from e
+        try:
+            found = migrate(conn, str(path), backup=path.with_name(f"{path.name}.v{_version(conn)}.bak"))
+        except (sqlite3.Error, ArchiveError) as e:
+            conn.close()
+            if isinstance(e, ArchiveError):
+                raise
+            raise ArchiveError(f"cannot bring {path} to schema v{SCHEMA_VERSION}: {e}") from e
+        return cls(conn, path, found)
+
+    @property
+    def schema_version(self) -> int:
+        return self._conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Archive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions and raw access ------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[Archive]:
+        """All writes inside commit together or not at all; nested blocks are savepoints."""
+        with self._lock:
+            outer = self._depth == 0
+            name = f"sp{self._depth}"
+            self._exec("BEGIN IMMEDIATE" if outer else f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield self
+            except BaseException:
+                self._depth -= 1
+                self._exec("ROLLBACK" if outer else f"ROLLBACK TO {name}")
+                if not outer:
+                    self._exec(f"RELEASE {name}")
+                raise
+            self._depth -= 1
+            self._exec("COMMIT" if outer else f"RELEASE {name}")
+
+    def _exec(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.IntegrityError as e:
+            raise ArchiveError(f"{e}: store an environment before the attempts, statistics and "
+                               "episodes that refer to it; keys must be unique") from e
+        except sqlite3.Error as e:
+            raise ArchiveError(f"archive {self.path}: {e}") from e
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        """Rows of a read-only SQL query (for reports and ad-hoc inspection)."""
+        with self._lock:
+            return self._exec(sql, params).fetchall()
+
+    def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        try:
+            self._conn.executemany(sql, rows)
+        except sqlite3.Error as e:
+            raise ArchiveError(f"archive {self.path}: {e}") from e
+
+    # -- environments -------------------------------------------------------------------------
+
+    def add_env(self, rec: EnvRecord) -> bool:
+        """Store an environment unless one with the same code is there; True if it was new.
+
+        The first record of a code wins (its iteration, document and lineage are the origin);
+        use :meth:`set_hint` to add a hint later.
+        """
+        sql = f"INSERT INTO envs {R.placeholders(R.ENV_COLUMNS)} ON CONFLICT(env_id) DO NOTHING"
+        with self.transaction():
+            return self._exec(sql, R.env_row(rec, time.time())).rowcount == 1
+
+    def set_hint(self, env_id: str, hint: str) -> None:
+        with self.transaction():
+            if self._exec("UPDATE envs SET hint = ? WHERE env_id = ?", (hint, env_id)).rowcount != 1:
+                raise ArchiveError(f"no environment {env_id[:12]} in the archive")
+
+    def get_env(self, env_id: str) -> EnvRecord | None:
+        rows = self.query("SELECT * FROM envs WHERE env_id = ?", (env_id,))
+        return R.env_from_row(rows[0]) if rows else None
+
+    def find_env(self, prefix: str) -> EnvRecord:
+        """The one environment whose id starts with ``prefix`` (at least 4 hex digits)."""
+        if len(prefix) < 4:
+            raise ArchiveError("give at least 4 characters of the environment id")
+        rows = self.query("SELECT * FROM envs WHERE env_id >= ? AND env_id < ? LIMIT 2",
+                          (prefix.lower(), prefix.lower() + "g"))
+        if not rows:
+            raise ArchiveError(f"no environment id starts with {prefix!r}")
+        if len(rows) > 1:
+            raise ArchiveError(f"several environment ids start with {prefix!r}; give more digits")
+        return R.env_from_row(rows[0])
+
+    def list_envs(self, *, status: str | None = None, skill: str | None = None,
+                  setting: str | None = None, limit: int | None = None) -> list[EnvRecord]:
+        """Environments matching every given filter, oldest iteration first."""
+        where, params = [], []
+        for col, val in (("status", status), ("skill", skill), ("setting", setting)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                params.append(val)
+        sql = "SELECT * FROM envs" + (f" WHERE {' AND '.join(where)}" if where else "")
+        sql += " ORDER BY iteration, created_at, env_id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [R.env_from_row(r) for r in self.query(sql, params)]
+
+    def env_codes(self, status: str = "accepted") -> list[str]:
+        """The code of every environment of a status (e.g. to build a novelty index)."""
+        return [r[0] for r in self.query("SELECT code FROM envs WHERE status = ? ORDER BY env_id",
+                                         (status,))]
+
+    def record_env_stats(self, env_id: str, iteration: int, *, plays: int, wins: int,
+                         regret: float | None) -> None:
+        """How an environment played in one iteration; storing an iteration again replaces it."""
+        if plays <= 0 or not 0 <= wins <= plays:
+            raise ArchiveError(f"need plays > 0 and 0 <= wins <= plays, got plays={plays}, wins={wins}")
+        sql = ("INSERT INTO env_plays (env_id, iteration, plays, wins, win_rate, regret) "
+               "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(env_id, iteration) DO UPDATE SET "
+               "plays = excluded.plays, wins = excluded.wins, win_rate = excluded.win_rate, "
+               "regret = excluded.regret")
+        with self.transaction():
+            self._exec(sql, (env_id, iteration, plays, wins, wins / plays, regret))
+
+    def env_stats(self, env_id: str) -> EnvStats | None:
+        rows = self.query("SELECT * FROM env_stats WHERE env_id = ?", (env_id,))
+        return R.stats_from_row(rows[0]) if rows else None
+
+    # -- designer attempts (the designer buffer) ----------------------------------------------
+
+    def add_attempt(self, a: DesignAttempt) -> None:
+        """Store a designer sample; storing its key again replaces it but keeps a reward and a
+        training mark already recorded."""
+        updates = ", ".join(f"{c} = excluded.{c}" for c in R.ATTEMPT_COLUMNS
+                            if c not in ("iteration", "slot", "attempt", "reward",
+                                         "trained_iteration", "created_at"))
+        sql = (f"INSERT INTO attempts {R.placeholders(R.ATTEMPT_COLUMNS)} "
+               f"ON CONFLICT(iteration, slot, attempt) DO UPDATE SET {updates}, "
+               "reward = COALESCE(excluded.reward, attempts.reward), "
+               "trained_iteration = COALESCE(excluded.trained_iteration, attempts.trained_iteration)")
+        with self.transaction():
+            self._exec(sql, R.attempt_row(a, time.time()))
+
+    def attempts(self, iteration: int | None = None) -> list[DesignAttempt]:
+        sql, params = "SELECT * FROM attempts", ()
+        if iteration is not None:
+            sql, params = sql + " WHERE iteration = ?", (iteration,)
+        return [R.attempt_from_row(r) for r in self.query(sql + " ORDER BY iteration, slot, attempt",
+                                                          params)]
+
+    def set_attempt_reward(self, key: tuple[int, int, int], reward: float) -> None:
+        """Credit a designer sample (delayed credit, once its environment has been played)."""
+        if not isinstance(reward, (int, float)) or reward != reward or abs(reward) == float("inf"):
+            raise ArchiveError(f"a designer reward must be a finite number, got {reward!r}")
+        with self.transaction():
+            cur = self._exec("UPDATE attempts SET reward = ? WHERE iteration = ? AND slot = ? "
+                             "AND attempt = ?", (float(reward), *key))
+            if cur.rowcount != 1:
+                raise ArchiveError(f"no designer attempt {key} (iteration, slot, attempt) to credit")
+
+    def pending_attempts(self) -> list[DesignAttempt]:
+        """Samples still waiting for their reward, oldest first."""
+        rows = self.query("SELECT * FROM attempts WHERE reward IS NULL "
+                          "ORDER BY iteration, slot, attempt")
+        return [R.attempt_from_row(r) for r in rows]
+
+    def ready_attempts(self) -> list[DesignAttempt]:
+        """Credited samples the learner has not trained on yet, oldest first."""
+        rows = self.query("SELECT * FROM attempts WHERE reward IS NOT NULL AND "
+                          "trained_iteration IS NULL ORDER BY iteration, slot, attempt")
+        return [R.attempt_from_row(r) for r in rows]
+
+    def mark_trained(self, keys: Sequence[tuple[int, int, int]], iteration: int) -> None:
+        """Record that the learner used these samples in ``iteration`` (so a resume skips them)."""
+        with self.transaction():
+            self._write_many("UPDATE attempts SET trained_iteration = ? WHERE iteration = ? AND "
+                             "slot = ? AND attempt = ?", [(iteration, *k) for k in keys])
+
+    # -- episodes -----------------------------------------------------------------------------
+
+    def add_episodes(self, iteration: int, episodes: Sequence[Episode]) -> int:
+        """Store episodes played in ``iteration``; returns how many were not stored before.
+
+        An episode stored again under the same (iteration, env_id, arm, play_index) replaces
+        the earlier one with its turns, so it counts once.
+        """
+        from spadework.archive.episodes import write_episodes
+
+        with self.transaction():
+            return write_episodes(self._exec, self._write_many, iteration, episodes)
+
+    def episodes(self, iteration: int | None = None, env_id: str | None = None,
+                 arm: str | None = None) -> list[Episode]:
+        """Stored episodes matching every given filter, by (iteration, env_id, arm, play_index)."""
+        from spadework.archive.episodes import read_episodes
+
+        with self._lock:
+            return read_episodes(self._exec, iteration, env_id, arm)
+
+    # -- iterations and state -----------------------------------------------------------------
+
+    def record_iteration(self, iteration: int, metrics: dict[str, Any]) -> None:
+        sql = ("INSERT INTO iterations (iteration, metrics, recorded_at) VALUES (?, ?, ?) "
+               "ON CONFLICT(iteration) DO UPDATE SET metrics = excluded.metrics, "
+               "recorded_at = excluded.recorded_at")
+        with self.transaction():
+            self._exec(sql, (iteration, to_json(metrics, f"metrics of iteration {iteration}"),
+                             time.time()))
+
+    def iterations(self) -> list[IterationRecord]:
+        import json
+
+        rows = self.query("SELECT * FROM iterations ORDER BY iteration")
+        return [IterationRecord(r["iteration"], json.loads(r["metrics"]), r["recorded_at"])
+                for r in rows]
+
+    def last_iteration(self) -> int | None:
+        """The highest iteration with recorded metrics: a resumed run starts after it."""
+        return self.query("SELECT MAX(iteration) FROM iterations")[0][0]
+
+    def save_state(self, key: str, value: dict[str, Any]) -> None:
+        """Keep a JSON object under ``key`` (e.g. curriculum state), replacing the previous one."""
+        sql = ("INSERT INTO state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) "
+               "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at")
+        with self.transaction():
+            self._exec(sql, (key, to_json(value, f"state {key!r}"), time.time()))
+
+    def load_state(self, key: str) -> dict[str, Any] | None:
+        import json
+
+        rows = self.query("SELECT value FROM state WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else None
+
+    # -- memory and seeding -------------------------------------------------------------------
+
+    def memory_examples(self, skill: str | None, *, lo: float = 0.15, hi: float = 0.85,
+                        k: int = 2, setting: str | None = None) -> list:
+        """See :func:`spadework.archive.memory.memory_examples`."""
+        from spadework.archive.memory import memory_examples
+
+        return memory_examples(self, skill, lo=lo, hi=hi, k=k, setting=setting)
+
+    def memory_negatives(self, skill: str | None, *, k: int = 1, too_easy: float = 0.9,
+                         too_hard: float = 0.1, setting: str | None = None) -> list:
+        """See :func:`spadework.archive.memory.memory_negatives`."""
+        from spadework.archive.memory import memory_negatives
+
+        return memory_negatives(self, skill, k=k, too_easy=too_easy, too_hard=too_hard,
+                                setting=setting)
+
+    def import_starter(self) -> int:
+        """Add the starter library as accepted seed entries (iteration -1); returns how many were
+        new. Idempotent: an environment already present is left as it is."""
+        from spadework.library import starter_envs
+
+        with self.transaction():
+            return sum(
+                self.add_env(EnvRecord(code=s.code, class_name=s.class_name, setting=s.setting,
+                                       skill=s.skill, status="accepted", iteration=-1, name=s.name,
+                                       origin="starter"))
+                for s in starter_envs()
+            )
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
