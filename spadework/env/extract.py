@@ -250,7 +250,8 @@ def _module_of(code: str) -> ExtractedModule:
     try:
         tree, fixed, repairs = parse_with_repair(code)
     except SyntaxError as e:
-        raise ExtractError(f"syntax error at line {e.lineno}: {e.msg}") from e
+        where = f"syntax error at line {e.lineno}: " if e.lineno else "does not parse: "
+        raise ExtractError(where + str(e.msg)) from e
     try:
         name = find_env_class(tree)
     except ContractError as e:
@@ -271,9 +272,9 @@ def parse_with_repair(code: str) -> tuple[ast.Module, str, tuple[str, ...]]:
     ()
     """
     try:
-        return ast.parse(code), code, ()
-    except (SyntaxError, ValueError) as first:
-        original = first if isinstance(first, SyntaxError) else SyntaxError(str(first))
+        return _parse(code), code, ()
+    except SyntaxError as first:
+        original = first
     current, repairs = code, []
     error = original
     for _ in range(_MAX_REPAIR_ROUNDS):
@@ -285,10 +286,21 @@ def parse_with_repair(code: str) -> tuple[ast.Module, str, tuple[str, ...]]:
         current = fixed
         repairs.append(f"doubled literal braces in the f-string at line {error.lineno}")
         try:
-            return ast.parse(current), current, tuple(repairs)
+            return _parse(current), current, tuple(repairs)
         except SyntaxError as e:
             error = e
     raise original
+
+
+def _parse(code: str) -> ast.Module:
+    """``ast.parse`` with every refusal as a SyntaxError: null bytes (ValueError) and nesting
+    too deep for the parser (MemoryError, RecursionError) are code that cannot load either."""
+    try:
+        return ast.parse(code)
+    except ValueError as e:
+        raise SyntaxError(str(e)) from e
+    except (MemoryError, RecursionError) as e:
+        raise SyntaxError("the code is nested too deeply for Python's parser") from e
 
 
 def _repair_fstrings_at(code: str, lineno: int) -> str:

@@ -274,3 +274,27 @@ def test_tool_call_round_trip_xml(name: str, args: dict) -> None:
     text = format_tool_call(call, style="xml")
     assert parse_tool_calls(text) == [call]
     assert json.dumps(parse_tool_calls(text)[0].arguments, sort_keys=True) == json.dumps(args, sort_keys=True)
+
+
+_REPLY_PARTS = st.sampled_from([
+    "<think>", "</think>", "\\boxed{", "\\boxed {", "{", "}", "<tool_call>", "</tool_call>",
+    '{"name": "f", "arguments": {"a": [1, {"b": "}"}]}}', '{"name": ', "<function=f>",
+    "<parameter=x>", "</parameter>", "</function>", "<answer>", "</answer>", "```json\n", "```",
+    "<|im_end|>", "\n", " ",
+]) | st.text(max_size=10)
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(_REPLY_PARTS, max_size=20), setting=st.sampled_from(["games", "tool-use"]))
+def test_parse_action_never_raises_and_is_consistent(parts: list[str], setting: str) -> None:
+    reply = "".join(parts)
+    a = parse_action(reply, setting)
+    assert a.setting == setting and isinstance(a.text, str)
+    if setting == "games":
+        assert a.boxed == extract_boxed(a.text)
+        assert a.ok == bool(a.boxed)
+    else:
+        assert a.answer == parse_answer(a.text)
+        assert a.ok or a.error
+        if a.ok:
+            assert list(a.tool_calls) == parse_tool_calls(a.text) and (a.tool_calls or a.answer is not None)

@@ -6,7 +6,10 @@ import ast
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from spadework.env.contract import find_env_class
 from spadework.env.extract import ExtractedModule, extract_env_module, parse_with_repair
 from spadework.errors import ExtractError
 
@@ -182,6 +185,12 @@ def test_binary_junk_and_oversized_replies() -> None:
         extract_env_module(b"```python\n```")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("code", ["x = " + "-" * 100_000 + "1", "x = " + "+".join(["1"] * 100_000)])
+def test_code_too_deep_for_the_parser_is_an_extract_error(code: str) -> None:
+    with pytest.raises(ExtractError, match="nested too deeply"):
+        extract_env_module(fence(code))
+
+
 def test_many_fences_and_think_tags_stay_cheap() -> None:
     """Pathological but bounded work: no quadratic blow-up on a long reply."""
     reply = ("<think>x</think>\n```\nnot python (\n```\n" * 3000) + fence(GAME)
@@ -256,3 +265,44 @@ def test_prefixes_and_comments_are_scanned_correctly() -> None:
     )
     _, fixed, _ = parse_with_repair(code)
     assert fixed == code.replace("F'{z w}'", "F'{{z w}}'")
+
+
+# ---------------------------------------------------------------- fuzzing (property based)
+
+_FRAGMENTS = [
+    "```python\n", "```\n", "```py\n", "````\n", "```json\n", "<think>", "</think>", "\n",
+    "Here is the game:\n", GAME, GAME.replace("GuessEnv", "OtherEnv"), 'x = f"{a b}"\n',
+    'y = f"\\\\boxed{your answer}"\n', "def f(:\n", "    return 1\n", "class A:\n    pass\n",
+    '"""\n', "{", "}", "\x00", "ENV_CLASS = 'A'\n",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=20), max_size=12))
+def test_any_reply_gives_a_parsable_module_or_an_extract_error(parts: list[str]) -> None:
+    reply = "".join(parts)
+    try:
+        m = extract_env_module(reply)
+    except ExtractError as e:
+        assert e.reason
+        return
+    assert find_env_class(m.code) == m.class_name  # parses, and the class is the contract's
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from([
+    'f"', "f'", '"', "'", "{", "}", "{{", "}}", "a b", "x", "\\\\", "\n", "#", ": ", "!r", "(", ")",
+    '"""', 'f"""', "rf'", "x = ",
+]), max_size=16))
+def test_repair_only_inserts_braces(parts: list[str]) -> None:
+    code = "".join(parts)
+    try:
+        tree, fixed, repairs = parse_with_repair(code)
+    except SyntaxError:
+        return
+    assert isinstance(tree, ast.Module)
+    if not repairs:
+        assert fixed == code
+    strip = str.maketrans("", "", "{}")
+    assert fixed.translate(strip) == code.translate(strip)
+    ast.parse(fixed)
