@@ -181,14 +181,14 @@ def format_answer(answer: str) -> str:
 
 def parse_answer(text: str) -> str | None:
     """The stripped content of the last ``<answer>...</answer>`` outside thinking, else None
-    (:func:`strip_thinking` first, then the toolenv parser).
+    (:func:`strip_thinking` and trailing end-of-turn tokens first, then the toolenv parser).
 
     >>> parse_answer("<think><answer>1</answer></think> done: <answer>2</answer>")
     '2'
     >>> parse_answer("<think>I will answer <answer>1</answer>") is None
     True
     """
-    return _toolenv_parse_answer(strip_thinking(text))
+    return _toolenv_parse_answer(_visible(text))
 
 
 def parse_tool_calls(text: str) -> list[ToolCall]:
@@ -204,7 +204,7 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
     spadework.errors.ActionParseError: tool call 1: invalid JSON at line 1 column 48: Expecting value
     """
     try:
-        return _toolenv_parse_tool_calls(strip_thinking(text))
+        return _toolenv_parse_tool_calls(_visible(text))
     except ToolCallFormatError as e:
         raise ActionParseError(str(e.args[0])) from e
 
@@ -262,13 +262,18 @@ def parse_action(reply: str, setting: str) -> ParsedAction:
         raise ConfigError(f"unknown setting {setting!r}; use 'games' or 'tool-use'")
     if not isinstance(reply, str):
         raise TypeError(f"a reply is text, got {type(reply).__name__}")
-    text = _strip_end_tokens(strip_thinking(reply))
+    text = _visible(reply)
     if not text and "<think>" in reply and "</think>" not in reply[reply.rfind("<think>"):]:
         return ParsedAction(setting, text, error="the reply opened <think> and never closed it, "
                             "so it holds no action: finish reasoning within the token budget")
     if setting == "games":
         return _games(text)
     return _tool_use(text)
+
+
+def _visible(reply: str) -> str:
+    """The reply as parsed: after thinking, without trailing end-of-turn tokens."""
+    return _strip_end_tokens(strip_thinking(reply))
 
 
 def _strip_end_tokens(text: str) -> str:

@@ -116,10 +116,13 @@ def extract_env_module(reply: str, *, max_chars: int = MAX_REPLY_CHARS) -> Extra
                   if b.lang in PYTHON_LANGS and not _inside(b.start, spans, span_starts)]
     if candidates:
         return _choose(candidates)
-    if any(b.lang in PYTHON_LANGS for b in blocks):
-        raise ExtractError("the only code blocks are inside the thinking; write the module "
-                           "after </think> in a ```python block")
-    return _unfenced(reply, rest, has_fences=bool(blocks))
+    try:
+        return _unfenced(reply, rest, has_fences=bool(blocks))
+    except ExtractError as e:
+        if any(b.lang in PYTHON_LANGS for b in blocks):
+            raise ExtractError("the only code blocks are inside the thinking; write the module "
+                               "after </think> in a ```python block") from e
+        raise
 
 
 def _check_text(reply: object, max_chars: int) -> None:

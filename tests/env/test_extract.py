@@ -68,6 +68,12 @@ def test_prefix_closed_by_think_without_an_opening_tag() -> None:
     assert extract_env_module(reply).class_name == "GuessEnv"
 
 
+def test_draft_fenced_in_thinking_then_unfenced_module() -> None:
+    draft = GAME.replace("GuessEnv", "DraftEnv")
+    reply = f"<think>\n{fence(draft)}</think>\n{GAME}"
+    assert extract_env_module(reply).class_name == "GuessEnv"
+
+
 def test_think_tags_inside_code_are_code() -> None:
     code = GAME.replace('return "higher"', 'action = action.split("</think>")[-1]\n        return "higher"')
     reply = "<think>plan</think>\n" + fence(code)
