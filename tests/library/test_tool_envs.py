@@ -135,7 +135,7 @@ def test_tools_schema_and_first_observation(env_class):
     obs, info = env.reset(seed=5)
     assert isinstance(obs, str) and isinstance(info, dict) and info["steps"] >= 3
     tools = env.tools()
-    assert 5 <= len(tools) <= 10
+    assert 5 <= len(tools) <= 12
     for tool in tools:
         fn = tool["function"]
         assert tool["type"] == "function" and fn["description"]
