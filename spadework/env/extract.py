@@ -237,12 +237,13 @@ def _choose(candidates: list[_Block]) -> ExtractedModule:
 
 
 def _unfenced(reply: str, rest: str, *, has_fences: bool) -> ExtractedModule:
-    """A reply without Python fences is accepted only if it is itself the module."""
+    """A reply without Python fences is accepted only if it is itself the module (surrounding
+    blank space dropped, so the module is the same whatever thinking preceded it)."""
     tries = [rest] if rest == reply or has_fences else [rest, reply]
     reasons = []
     for text in tries:
         try:
-            return _module_of(text)
+            return _module_of(text.strip() + "\n")
         except ExtractError as e:
             reasons.append(e.reason)
     raise ExtractError("no ```python code block in the reply, and the reply is not a module "

@@ -70,8 +70,8 @@ def test_prefix_closed_by_think_without_an_opening_tag() -> None:
 
 def test_draft_fenced_in_thinking_then_unfenced_module() -> None:
     draft = GAME.replace("GuessEnv", "DraftEnv")
-    reply = f"<think>\n{fence(draft)}</think>\n{GAME}"
-    assert extract_env_module(reply).class_name == "GuessEnv"
+    reply = f"<think>\n{fence(draft)}</think>\n\n{GAME}\n\n"
+    assert extract_env_module(reply) == ExtractedModule(GAME, "GuessEnv", ())
 
 
 def test_think_tags_inside_code_are_code() -> None:
