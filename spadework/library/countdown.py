@@ -59,20 +59,28 @@ def combine(pool, i, j, op):
     return sorted([x for k, x in enumerate(pool) if k not in (i, j)] + [result])
 
 
-def reachable(pool, depth):
-    """Every number that appears within depth operations from pool."""
-    seen, layer = set(pool), [tuple(sorted(pool))]
-    for _ in range(depth):
-        nxt = set()
-        for state in layer:
-            for i in range(len(state)):
-                for j in range(len(state)):
-                    for op in "+-*/":
-                        new = combine(list(state), i, j, op) if i != j else None
-                        if new is not None:
-                            nxt.add(tuple(new))
-                            seen.update(new)
-        layer = nxt
+def within_two(pool):
+    """Every number on the table after at most two operations from pool.
+
+    A second operation that ignores the first result only yields a one-operation value, so it
+    suffices to combine each first result with each number left over (both orders).
+    """
+    seen = set(pool)
+    for i in range(len(pool)):
+        for j in range(len(pool)):
+            if i == j:
+                continue
+            rest = [x for k, x in enumerate(pool) if k not in (i, j)]
+            for op in "+-*/":
+                first = apply(pool[i], op, pool[j])
+                if first is None:
+                    continue
+                seen.add(first)
+                for x in rest:
+                    for op2 in "+-*/":
+                        for value in (apply(first, op2, x), apply(x, op2, first)):
+                            if value is not None:
+                                seen.add(value)
     return seen
 
 
@@ -98,7 +106,7 @@ class CountdownEnv:
                 chain.append((a, op, b))
                 work, result = new, apply(a, op, b)
             else:
-                if 30 <= result <= 999 and result not in reachable(pool, 2):
+                if 30 <= result <= 999 and result not in within_two(pool):
                     break
         self.start, self.chain, self.target = pool, chain, result
         self.pool, self.history = list(pool), []

@@ -126,5 +126,22 @@ def countdown(rng: random.Random, env) -> str:
     return _box(f"{a} {rng.choice('+-*/')} {b}")
 
 
+def cipher_machine(rng: random.Random, env) -> str:
+    if rng.random() < 0.7:
+        return _box("encode " + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6)))
+    word = env.challenge  # guess a simple transformation of the challenge word
+    k = rng.randint(1, 25)
+    guesses = [word[::-1], word[k % len(word):] + word[:k % len(word)],
+               "".join(chr((ord(c) - 97 + k) % 26 + 97) for c in word)]
+    return _box("answer " + rng.choice(guesses))
+
+
+def delivery_route(rng: random.Random, env) -> str:
+    order = list(range(1, len(env.points)))
+    rng.shuffle(order)
+    return _box(" ".join(map(str, order)))
+
+
 AGENTS = {f.__name__: f for f in (nim, mastermind, coin_balance, maze, sliding_puzzle, sequence,
-                                  knapsack, light_switches, countdown)}
+                                  knapsack, light_switches, countdown, cipher_machine,
+                                  delivery_route)}
