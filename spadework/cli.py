@@ -6,6 +6,7 @@ imported inside the commands, so ``spadework --help`` stays fast.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -211,7 +212,8 @@ _DB = typer.Option(None, "--db", help="The archive file.")
 _RUN_DIR = typer.Option(None, "--run-dir", help="A run directory (its archive.sqlite).")
 
 
-def _archive_call(db: str | None, run_dir: str | None, fn, *, create: bool = False) -> None:  # noqa: ANN001
+def _archive_call(db: str | None, run_dir: str | None, fn: Callable[..., None], *,
+                  create: bool = False) -> None:
     """Open the named archive, call ``fn(archive)``, and turn archive errors into exit 1."""
     from spadework.archive import Archive
     from spadework.archive.show import resolve_path
@@ -268,6 +270,28 @@ def archive_import_starter(db: str = _DB, run_dir: str = _RUN_DIR) -> None:
     """Add the starter library as seed environments (creates the archive; idempotent)."""
     _archive_call(db, run_dir, lambda a: typer.echo(
         f"{a.import_starter()} starter environments added to {a.path}"), create=True)
+
+
+@app.command("run")
+def run_cmd(
+    run_dir: Path = typer.Option(Path("runs/latest"), help="Where results are written."),
+    model: str = typer.Option(None, help="Registry name or local HF folder (default: the registry's default)."),
+    seed: int = typer.Option(0, help="Run seed: every random choice derives from it."),
+    plays: int = typer.Option(2, min=1, help="Plays per arm per environment (same seeds in both arms)."),
+    envs: int = typer.Option(4, min=1, help="How many starter games the agent plays."),
+    designs: int = typer.Option(2, min=0, help="How many environments the designer writes."),
+) -> None:
+    """Run the main job: currently every stage that exists, once, with fixed weights."""
+    from spadework.errors import SpadeworkError
+    from spadework.pipeline import PipelineConfig, run_pipeline
+
+    try:
+        cfg = PipelineConfig(run_dir=run_dir, model=model, run_seed=seed, plays=plays,
+                             max_envs=envs, designs=designs)
+        run_pipeline(cfg, echo=typer.echo)
+    except SpadeworkError as e:
+        typer.echo(f"error: {e.reason}", err=True)
+        raise typer.Exit(1) from e
 
 
 def main() -> None:

@@ -24,6 +24,8 @@ Contract:
 
 from __future__ import annotations
 
+import json
+import math
 import sqlite3
 import threading
 import time
@@ -33,7 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from spadework.archive import rows as R
-from spadework.archive.records import DesignAttempt, EnvRecord, EnvStats, IterationRecord, to_json
+from spadework.archive.records import (
+    DesignAttempt,
+    EnvRecord,
+    EnvStats,
+    IterationRecord,
+    MemoryNegative,
+    MemoryPositive,
+    to_json,
+)
 from spadework.archive.schema import SCHEMA_VERSION, migrate
 from spadework.errors import ArchiveError
 from spadework.types import Episode
@@ -254,7 +264,7 @@ class Archive:
 
     def set_attempt_reward(self, key: tuple[int, int, int], reward: float) -> None:
         """Credit a designer sample (delayed credit, once its environment has been played)."""
-        if not isinstance(reward, (int, float)) or reward != reward or abs(reward) == float("inf"):
+        if not isinstance(reward, (int, float)) or not math.isfinite(reward):
             raise ArchiveError(f"a designer reward must be a finite number, got {reward!r}")
         with self.transaction():
             cur = self._exec("UPDATE attempts SET reward = ? WHERE iteration = ? AND slot = ? "
@@ -312,8 +322,6 @@ class Archive:
                              time.time()))
 
     def iterations(self) -> list[IterationRecord]:
-        import json
-
         rows = self.query("SELECT * FROM iterations ORDER BY iteration")
         return [IterationRecord(r["iteration"], json.loads(r["metrics"]), r["recorded_at"])
                 for r in rows]
@@ -330,22 +338,20 @@ class Archive:
             self._exec(sql, (key, to_json(value, f"state {key!r}"), time.time()))
 
     def load_state(self, key: str) -> dict[str, Any] | None:
-        import json
-
         rows = self.query("SELECT value FROM state WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else None
 
     # -- memory and seeding -------------------------------------------------------------------
 
     def memory_examples(self, skill: str | None, *, lo: float = 0.15, hi: float = 0.85,
-                        k: int = 2, setting: str | None = None) -> list:
+                        k: int = 2, setting: str | None = None) -> list[MemoryPositive]:
         """See :func:`spadework.archive.memory.memory_examples`."""
         from spadework.archive.memory import memory_examples
 
         return memory_examples(self, skill, lo=lo, hi=hi, k=k, setting=setting)
 
     def memory_negatives(self, skill: str | None, *, k: int = 1, too_easy: float = 0.9,
-                         too_hard: float = 0.1, setting: str | None = None) -> list:
+                         too_hard: float = 0.1, setting: str | None = None) -> list[MemoryNegative]:
         """See :func:`spadework.archive.memory.memory_negatives`."""
         from spadework.archive.memory import memory_negatives
 
