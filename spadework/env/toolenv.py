@@ -92,10 +92,20 @@ def _reject_constant(name: str) -> None:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
+_END_TOKEN_RE = re.compile(r"<\|[A-Za-z0-9_]+\|>")
+
+
 def _after_thinking(text: str) -> str:
-    """The part of a reply after its last ``</think>`` (all of it when there is none)."""
+    """The part of a reply after its last ``</think>`` (all of it when there is none), without
+    trailing end-of-turn tokens such as ``<|im_end|>``."""
     cut = text.rfind("</think>")
-    return text if cut < 0 else text[cut + len("</think>") :]
+    text = text if cut < 0 else text[cut + len("</think>") :]
+    while True:  # a loop, not one regex: a regex anchored at the end backtracks quadratically
+        end = text.rstrip()
+        start = end.rfind("<|")
+        if start < 0 or not _END_TOKEN_RE.fullmatch(end, start):
+            return text
+        text = end[:start]
 
 
 def _skip_ws(text: str, pos: int) -> int:
@@ -104,17 +114,43 @@ def _skip_ws(text: str, pos: int) -> int:
     return pos
 
 
+#: Deepest nesting accepted in arguments; deeper values are refused rather than risking the
+#: recursion limit in the code that walks them.
+MAX_DEPTH = 32
+
+
+def _too_deep(value: object) -> bool:
+    """Whether ``value`` nests lists/dicts more than MAX_DEPTH levels (iterative, no recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= MAX_DEPTH:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _decode(text: str, where: str, what: str) -> object:
+    """Decode one JSON document, turning every failure into a ToolCallFormatError."""
+    try:
+        value = _DECODER.decode(text)
+    except RecursionError as e:
+        raise ToolCallFormatError(f"{where}: {what} is nested too deeply") from e
+    except ValueError as e:
+        raise ToolCallFormatError(f"{where}: {what} is not valid JSON ({e})") from e
+    if _too_deep(value):
+        raise ToolCallFormatError(f"{where}: {what} is nested more than {MAX_DEPTH} levels deep")
+    return value
+
+
 def _coerce_arguments(raw: object, where: str) -> dict:
     """Arguments as a dict: an object, a JSON string holding one, or absent/null/"" for none."""
     if raw is None or raw == "":
         return {}
     if isinstance(raw, str):
-        try:
-            raw = _DECODER.decode(raw)
-        except ValueError as e:
-            raise ToolCallFormatError(
-                f"{where}: \"arguments\" is a string that is not a JSON object ({e})"
-            ) from e
+        raw = _decode(raw, where, "the \"arguments\" string")
     if not isinstance(raw, dict):
         raise ToolCallFormatError(
             f"{where}: \"arguments\" must be a JSON object like {{\"key\": value}}, "
@@ -154,6 +190,10 @@ def _parse_json_block(text: str, pos: int, where: str) -> tuple[ToolCall, int]:
         ) from e
     except ValueError as e:  # NaN / Infinity, rejected by _reject_constant
         raise ToolCallFormatError(f"{where}: invalid JSON: {e}") from e
+    except RecursionError as e:
+        raise ToolCallFormatError(f"{where}: the JSON is nested too deeply") from e
+    if _too_deep(obj):
+        raise ToolCallFormatError(f"{where}: the JSON is nested more than {MAX_DEPTH} levels deep")
     call = _call_from_object(obj, where)
     end = _skip_ws(text, end)
     if fence and text.startswith("```", end):
@@ -168,13 +208,19 @@ def _parse_json_block(text: str, pos: int, where: str) -> tuple[ToolCall, int]:
     )
 
 
-def _xml_value(raw: str) -> object:
+def _xml_value(raw: str, where: str) -> object:
     """A parameter value: the JSON it parses as, else the stripped string."""
     value = raw.strip()
     try:
-        return _DECODER.decode(value)
+        parsed = _DECODER.decode(value)
     except ValueError:
         return value
+    except RecursionError as e:
+        raise ToolCallFormatError(f"{where}: a parameter value is nested too deeply") from e
+    if _too_deep(parsed):
+        raise ToolCallFormatError(f"{where}: a parameter value is nested more than {MAX_DEPTH} "
+                                  "levels deep")
+    return parsed
 
 
 def _parse_function(text: str, pos: int, where: str) -> tuple[ToolCall, int]:
@@ -202,7 +248,7 @@ def _parse_function(text: str, pos: int, where: str) -> tuple[ToolCall, int]:
         stop = min(ends) if ends else len(text)
         if key in args:
             raise ToolCallFormatError(f"{where}: parameter {key!r} is given twice")
-        args[key] = _xml_value(text[start:stop])
+        args[key] = _xml_value(text[start:stop], where)
         closed = text.startswith("</parameter>", stop)
         pos = stop + len("</parameter>") if closed else stop
 
@@ -625,8 +671,9 @@ class ToolEnv:
             return (f"Error: unknown tool '{name}'. Available tools: "
                     f"{', '.join(declarations)}.", False)
         schema = declarations[name]["parameters"]
-        if not isinstance(arguments, dict):
-            return f"Error: arguments of {name} must be a JSON object, got {_describe(arguments)}.", False
+        if not isinstance(arguments, dict) or _too_deep(arguments):
+            return (f"Error: arguments of {name} must be a JSON object nested at most "
+                    f"{MAX_DEPTH} levels deep.", False)
         error = schema_error(arguments, schema)
         if error:
             return f"Error: {error}. Usage: {self._signature(name, declarations[name])}", False

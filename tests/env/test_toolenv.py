@@ -87,6 +87,12 @@ def test_missing_close_tag_at_end_tolerated():
     assert parse_tool_calls('<tool_call>{"name": "f", "arguments": {}}\n') == [ToolCall("f", {})]
 
 
+def test_trailing_end_of_turn_tokens_are_ignored():
+    reply = '<tool_call>{"name": "f", "arguments": {"a": "<|x|>"}}<|im_end|>\n'
+    assert parse_tool_calls(reply) == [ToolCall("f", {"a": "<|x|>"})]
+    assert parse_answer("<answer>4</answer><|endoftext|>") == "4"
+
+
 def test_thinking_is_ignored():
     reply = ('<think>maybe <tool_call>{"name": "bad"</think>'
              '<tool_call>{"name": "good", "arguments": {}}</tool_call>')
@@ -102,7 +108,14 @@ def test_thinking_is_ignored():
         ('<tool_call>{"name": "f", "arguments": {"a": 1,}}</tool_call>', "invalid JSON at line 1"),
         ('<tool_call>{"arguments": {}}</tool_call>', 'missing "name"'),
         ('<tool_call>{"name": "f", "arguments": [1]}</tool_call>', "must be a JSON object"),
-        ('<tool_call>{"name": "f", "arguments": "not json"}</tool_call>', "not a JSON object"),
+        ('<tool_call>{"name": "f", "arguments": "not json"}</tool_call>', "is not valid JSON"),
+        ('<tool_call>{"name": "f", "arguments": "[1]"}</tool_call>', "must be a JSON object"),
+        ('<tool_call>{"name": "f", "arguments": {"a": ' + "[" * 5000 + "]" * 5000 + "}}</tool_call>",
+         "nested too deeply"),
+        ('<tool_call>{"name": "f", "arguments": {"a": ' + "[" * 40 + "]" * 40 + "}}</tool_call>",
+         "more than 32 levels"),
+        ("<function=f><parameter=a>" + "[" * 40 + "]" * 40 + "</parameter></function>",
+         "more than 32 levels"),
         ('<tool_call>{"name": "f", "arguments": {}}} </tool_call>', "unexpected text"),
         ("<tool_call>call f please</tool_call>", "invalid JSON"),
         ('<tool_call>{"name": "f", "arguments": {"x": NaN}}</tool_call>', "invalid JSON"),
@@ -285,6 +298,16 @@ def test_schema_errors_come_back_as_observations(arguments, needle):
     assert needle in obs, obs
     assert "Usage: add(" in obs
     assert (reward, terminated, info["tool_errors"]) == (0.0, False, 1)
+    assert env.counters["b"] == 5
+
+
+def test_execute_tool_refuses_non_objects_and_deep_nesting():
+    env = _env()
+    deep: list = []
+    for _ in range(40):
+        deep = [deep]
+    assert env.execute_tool("add", {"name": "b", "amount": 2, "note": {"tags": deep}})[1] is False
+    assert env.execute_tool("add", ["b", 2])[1] is False
     assert env.counters["b"] == 5
 
 
