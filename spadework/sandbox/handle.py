@@ -110,7 +110,7 @@ class EnvHandle:
             self._closed = True
             if self._dead is None:
                 self._dead = "closed"
-                self._sandbox._reap(self.pid)
+                self._sandbox._release(self.pid)
             for fd in (self._req, self._resp, self._log):
                 os.close(fd)
             self._sandbox._forget(self)

@@ -1,6 +1,7 @@
 """Isolation layers a sandbox child applies to itself before any generated code runs.
 
-Standard library only (plus the optional ``pyseccomp`` binding of libseccomp): the zygote loads
+Standard library only (the zygote compiles the seccomp filter once with the optional
+``pyseccomp`` binding of libseccomp; children load the raw program): the zygote loads
 this file by path, and the host imports it as ``spadework.sandbox.harden`` only for the layer
 names. Each layer function returns ``(active, reason)`` and never raises, so the child can report
 exactly which layers hold; the host refuses to send code to a child that lacks a required layer.
@@ -178,12 +179,23 @@ def landlock(read_paths: list[str], rw_paths: list[str]) -> tuple[bool, str]:
     return True, f"ABI {abi}: read-only runtime, read-write scratch only{extra}"
 
 
-def seccomp() -> tuple[bool, str]:
-    """Default-allow filter refusing :data:`DENIED_SYSCALLS`, signals only to the child itself."""
+#: Stands in for the child's pid in the filter the zygote compiles once; each child patches it.
+PID_SENTINEL = 0x5EC0FFEE
+_BPF_INSN = struct.Struct("<HBBI")
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+
+
+def build_seccomp() -> tuple[bytes | None, str]:
+    """Compile the filter once (in the zygote) to raw BPF: refuse :data:`DENIED_SYSCALLS`, allow
+    signals only to :data:`PID_SENTINEL`. Returns ``(program, note)``; program None if impossible.
+
+    libseccomp does the architecture checks (other ABIs, x32 syscalls: killed) and the 64-bit
+    argument comparison; the child only replaces the sentinel with its pid and loads the result.
+    """
     try:
         import pyseccomp as sc
     except (ImportError, RuntimeError, OSError) as e:
-        return False, f"pyseccomp/libseccomp not importable: {e}"
+        return None, f"pyseccomp/libseccomp not importable: {e}"
     try:
         flt = sc.SyscallFilter(sc.ALLOW)
         deny = sc.ERRNO(errno.EPERM)
@@ -196,14 +208,58 @@ def seccomp() -> tuple[bool, str]:
         # clone3 cannot be filtered by flags (they live in memory): ENOSYS makes libc fall back
         # to clone, which the rule above refuses.
         flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-        me = os.getpid()
         for name in SELF_ONLY_SYSCALLS:
-            flt.add_rule(deny, name, sc.Arg(0, sc.NE, me))
-        flt.load()
+            flt.add_rule(deny, name, sc.Arg(0, sc.NE, PID_SENTINEL))
+        read_end, write_end = os.pipe()
+        try:
+            with os.fdopen(write_end, "wb") as sink:
+                flt.export_bpf(sink)
+            program = b"".join(iter(lambda: os.read(read_end, 1 << 16), b""))
+        finally:
+            os.close(read_end)
     except (OSError, ValueError, RuntimeError) as e:
-        return False, f"seccomp filter could not be loaded: {e}"
+        return None, f"seccomp filter could not be compiled: {e}"
     note = f" ({', '.join(skipped)} not on this architecture)" if skipped else ""
-    return True, f"{len(DENIED_SYSCALLS) + 1} syscalls refused, signals to self only{note}"
+    return program, f"{len(DENIED_SYSCALLS) - len(skipped) + 1} syscalls refused, signals to self only{note}"
+
+
+def patch_pid(program: bytes, pid: int) -> bytes:
+    """Replace the sentinel immediate of every BPF instruction with ``pid``.
+
+    >>> insn = _BPF_INSN.pack(0x15, 1, 0, PID_SENTINEL)
+    >>> _BPF_INSN.unpack(patch_pid(insn + insn, 42)[8:])
+    (21, 1, 0, 42)
+    """
+    out = bytearray(program)
+    hits = 0
+    for offset in range(0, len(out), _BPF_INSN.size):
+        code, jt, jf, k = _BPF_INSN.unpack_from(out, offset)
+        if k == PID_SENTINEL:
+            _BPF_INSN.pack_into(out, offset, code, jt, jf, pid)
+            hits += 1
+    if hits == 0:
+        raise ValueError("the compiled filter has no pid comparison to patch")
+    return bytes(out)
+
+
+def seccomp(program: bytes | None, note: str) -> tuple[bool, str]:
+    """Load the zygote-compiled filter with this child's pid (needs no_new_privs first)."""
+    if program is None:
+        return False, note
+    try:
+        patched = patch_pid(program, os.getpid())
+    except ValueError as e:
+        return False, f"seccomp filter unusable: {e}"
+
+    class _Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buf = ctypes.create_string_buffer(patched, len(patched))
+    prog = _Prog(len(patched) // _BPF_INSN.size, ctypes.addressof(buf))
+    libc = _libc()
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        return False, _err("prctl(PR_SET_SECCOMP)")
+    return True, note
 
 
 def apply(plan: dict) -> list[list]:
@@ -219,7 +275,7 @@ def apply(plan: dict) -> list[list]:
         layers["uid_drop"] = (False, layers["uid_drop"][1] + "; capabilities could not be dropped")
     layers["no_new_privs"] = no_new_privs()
     layers["landlock"] = landlock(plan["read_paths"], [plan["scratch"]])
-    layers["seccomp"] = seccomp()
+    layers["seccomp"] = seccomp(plan.get("seccomp_program"), plan.get("seccomp_note", "not compiled"))
     ways = []
     if plan.get("netns"):
         ways.append("empty network namespace")

@@ -14,7 +14,8 @@ Host protocol: one SOCK_SEQPACKET message per request and per reply, msgpack map
 ``{"op": "spawn", "plan": {...}}`` with three descriptors attached (SCM_RIGHTS: the child's log
 file, request pipe read end, reply pipe write end) -> ``{"pid": N}``. The host created the pipes,
 so it already holds the other ends. ``{"op": "reap", "pid": N}`` -> SIGKILL (harmless when the
-child already exited) and waitpid -> ``{"status": wait_status}``. The zygote is the children's
+child already exited) and waitpid -> ``{"status": wait_status}``; ``{"op": "release", "pid": N}``
+-> SIGKILL and no reply at all; the zombie is reaped by a sweep within ~50 ms. The zygote is the children's
 parent and reaps a pid only when asked, so a pid the host still holds can never be reused by an
 unrelated process. EOF or ``{"op": "exit"}`` kills and reaps every child, then exits.
 """
@@ -22,6 +23,7 @@ unrelated process. EOF or ``{"op": "exit"}`` kills and reaps every child, then e
 from __future__ import annotations
 
 import ctypes
+import gc
 import importlib
 import importlib.util
 import json
@@ -145,39 +147,68 @@ def _spawn(plan: dict, fds: list[int], devnull: int, harden, child) -> int:
     os._exit(code)
 
 
+def _sweep(released: set[int]) -> None:
+    """Reap released children that have finished dying (they were SIGKILLed on release)."""
+    for pid in list(released):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done == pid:
+            released.discard(pid)
+
+
+def _handle(req: dict, fds: list[int], live: set[int], released: set[int], spawn) -> dict | None:
+    op, pid = req.get("op"), req.get("pid")
+    if op == "spawn":
+        try:
+            pid = spawn(req["plan"], fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        live.add(pid)
+        return {"pid": pid}
+    if op in ("reap", "release") and pid in live:
+        # Only pids still unreaped are signalled: a reaped pid could belong to anyone by now.
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        live.discard(pid)
+        if op == "release":  # no reply, no wait for the teardown: swept later
+            released.add(pid)
+            return None
+        return {"status": os.waitpid(pid, 0)[1]}
+    if op == "release":
+        return None  # never answered, whatever the pid
+    return {"error": f"bad request {op!r} for pid {pid!r}"}
+
+
 def _serve(sock: socket.socket, devnull: int, base: dict, harden, child, msgpack) -> None:
     live: set[int] = set()
+    released: set[int] = set()
+
+    def spawn(plan: dict, fds: list[int]) -> int:
+        return _spawn({**plan, **base}, fds, devnull, harden, child)
+
     try:
         while True:
-            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 8)
+            _sweep(released)
+            sock.settimeout(0.05 if released else None)
+            try:
+                data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 8)
+            except TimeoutError:
+                continue
             if not data:
                 return
             req = msgpack.unpackb(data, raw=False)
-            op = req.get("op")
-            if op == "spawn":
-                try:
-                    pid = _spawn({**req["plan"], **base}, fds, devnull, harden, child)
-                finally:
-                    for fd in fds:
-                        os.close(fd)
-                live.add(pid)
-                reply = {"pid": pid}
-            elif op == "reap" and req.get("pid") in live:
-                pid = req["pid"]
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                _, status = os.waitpid(pid, 0)
-                live.discard(pid)
-                reply = {"status": status}
-            elif op == "exit":
+            if req.get("op") == "exit":
                 return
-            else:
-                reply = {"error": f"bad request {op!r}"}
-            sock.sendall(msgpack.packb(reply))
+            reply = _handle(req, fds, live, released, spawn)
+            if reply is not None:
+                sock.sendall(msgpack.packb(reply))
     finally:
-        for pid in live:
+        for pid in live | released:
             try:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
@@ -205,9 +236,11 @@ def main() -> None:
         "runtime": f"{numpy_note}; {toolenv_note}",
         "root": os.geteuid() == 0,
     }
+    gc.freeze()  # children never traverse (and so never copy) the runtime's pages in a GC pass
     sock.sendall(msgpack.packb(hello))
+    program, note = harden.build_seccomp()
     base = {"namespaces": [active, reason], "netns": netns, "zygote_pid": os.getpid(),
-            "read_paths": read_paths}
+            "read_paths": read_paths, "seccomp_program": program, "seccomp_note": note}
     _serve(sock, devnull, base, harden, child, msgpack)
 
 

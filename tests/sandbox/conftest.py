@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import time
 
 import pytest
 
@@ -49,3 +50,21 @@ def quick_sb():
 def make_env():
     """The :func:`env_code` builder, as a fixture (test modules here are not a package)."""
     return env_code
+
+
+def settled_children(box: Sandbox, timeout: float = 2.0) -> list[str]:
+    """The zygote's child pids once released children have been swept (or after ``timeout``)."""
+    path = f"/proc/{box._proc.pid}/task/{box._proc.pid}/children"
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(path) as f:
+            pids = f.read().split()
+        if not pids or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.01)
+
+
+@pytest.fixture(scope="session")
+def zygote_children():
+    """:func:`settled_children`, as a fixture."""
+    return settled_children

@@ -183,19 +183,14 @@ def test_asyncio_path(sb):
     assert asyncio.run(play()) == 1.0
 
 
-def _children_of(pid: int) -> list[str]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return path.read_text().split() if path.exists() else []
-
-
-def test_no_leaked_fds_or_zombies_after_200_loads(sb):
+def test_no_leaked_fds_or_zombies_after_200_loads(sb, zygote_children):
     before = len(os.listdir("/proc/self/fd"))
     for i in range(200):
         with sb.load(GUESS) as env:
             if i % 50 == 0:
                 env.reset(seed=i)
     assert len(os.listdir("/proc/self/fd")) == before
-    assert _children_of(sb._proc.pid) == []
+    assert zygote_children(sb) == []
     assert os.listdir(sb._dir) == []  # scratch dirs and logs removed
 
 
@@ -263,3 +258,12 @@ def test_limits_validation(field, value, match):
 def test_load_before_start_is_an_error():
     with pytest.raises(EnvError, match="not started"):
         Sandbox().load(GUESS)
+
+
+def test_env_code_gets_no_future_flags_and_compile_errors_are_load_errors(sb, make_env):
+    code = make_env("def f(x: int): pass\nreturn repr(f.__annotations__['x']), 0.0, False, False, {}")
+    with sb.load(code) as env:
+        env.reset()
+        assert env.step("a")[0] == "<class 'int'>"
+    with pytest.raises(EnvLoadError, match="does not compile"):
+        sb.load("class A:\n  def reset(self) return 1\n", class_name="A")

@@ -1,0 +1,170 @@
+"""What isolation costs: a hardened fork per episode against a fresh interpreter and in-process exec.
+
+Prints one JSON object. All figures come from the same run on the same machine, so the ratios
+hold even where absolute times are noisy:
+
+- ``episode_ms``: median full episode (load, reset, 20 steps, close) in a fresh hardened child;
+- ``fresh_python_episode_ms``: the same episode driven over pipes in a fresh ``python -I -S``
+  subprocess (no hardening at all, the cheapest honest "new process per episode");
+- ``ratio`` = episode_ms / fresh_python_episode_ms (target <= 0.25);
+- ``step_us``: median step round trip of the game on live handles (target <= 100), beside
+  ``step_us_trivial_env`` (pure transport) and ``step_us_in_process`` (the game's own work);
+- ``episodes_per_s``: full episodes per second with many handles in flight from a thread pool
+  (target >= 100 on 2 cores);
+- ``in_process_unsafe_episode_ms``: exec in the host process, the reference implementation's way,
+  so the price of isolation is visible.
+
+Usage: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/sandbox.py [--episodes N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+import types
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+
+from spadework.sandbox import Limits, Sandbox
+
+STEPS = 20
+GAME = "mastermind.py"
+ACTIONS = ["\\boxed{1 2 3 4}", "\\boxed{5 6 1 2}", "not a move", "\\boxed{9 9}"]
+
+TRIVIAL = ("class E:\n    def __init__(self, max_turns=10): pass\n"
+           "    def reset(self, seed=None): return 'o', {}\n"
+           "    def step(self, a): return 'o', 0.0, False, False, {}\n")
+
+# A driver for the fresh-interpreter baseline: one JSON request per line, one reply per line.
+DRIVER = r"""
+import json, sys
+ns = {"__name__": "env_module"}
+sys.modules["env_module"] = type(sys)("env_module")
+ns = sys.modules["env_module"].__dict__
+req = json.loads(sys.stdin.readline())
+exec(compile(req["code"], "<env>", "exec"), ns)
+env = ns[req["cls"]](max_turns=req["max_turns"])
+print(json.dumps("loaded"), flush=True)
+for line in sys.stdin:
+    op, arg = json.loads(line)
+    out = env.reset(seed=arg) if op == "reset" else env.step(arg)
+    print(json.dumps(out), flush=True)
+"""
+
+
+def _actions() -> list[str]:
+    return [ACTIONS[i % len(ACTIONS)] for i in range(STEPS)]
+
+
+def sandbox_episode(sb: Sandbox, code: str, seed: int) -> None:
+    with sb.load(code, max_turns=STEPS + 5) as env:
+        env.reset(seed=seed)
+        for action in _actions():
+            env.step(action)
+
+
+def fresh_python_episode(code: str, seed: int) -> None:
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", DRIVER], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, bufsize=1)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps({"code": code, "cls": "MastermindEnv", "max_turns": STEPS + 5}) + "\n")
+    proc.stdout.readline()
+    for op, arg in [("reset", seed)] + [("step", a) for a in _actions()]:
+        proc.stdin.write(json.dumps([op, arg]) + "\n")
+        proc.stdout.readline()
+    proc.stdin.close()
+    proc.wait()
+
+
+def in_process_episode(code: str, seed: int) -> None:
+    module = types.ModuleType("env_module")
+    sys.modules["env_module"] = module
+    exec(compile(code, "<env>", "exec"), module.__dict__)  # noqa: S102 - the unsafe baseline
+    env = module.MastermindEnv(max_turns=STEPS + 5)
+    env.reset(seed=seed)
+    for action in _actions():
+        env.step(action)
+    del sys.modules["env_module"]
+
+
+def in_process_step_us(code: str) -> float:
+    """Median in-process step of the game (what the game itself costs, no transport)."""
+    module = types.ModuleType("env_module")
+    sys.modules["env_module"] = module
+    exec(compile(code, "<env>", "exec"), module.__dict__)  # noqa: S102 - the unsafe baseline
+    times = []
+    for k in range(100):
+        env = module.MastermindEnv(max_turns=STEPS + 5)
+        env.reset(seed=k)
+        for action in _actions():
+            t = time.perf_counter()
+            env.step(action)
+            times.append((time.perf_counter() - t) * 1e6)
+    del sys.modules["env_module"]
+    return statistics.median(times)
+
+
+def median_ms(fn, n: int) -> float:
+    times = []
+    for i in range(n):
+        t = time.perf_counter()
+        fn(i)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=60)
+    parser.add_argument("--threads", type=int, default=16)
+    args = parser.parse_args()
+    code = resources.files("spadework.library").joinpath(GAME).read_text()
+    n = args.episodes
+    with Sandbox(Limits()) as sb:
+        sandbox_episode(sb, code, 0)  # warm up
+        episode = median_ms(lambda i: sandbox_episode(sb, code, i), n)
+        fresh = median_ms(lambda i: fresh_python_episode(code, i), max(10, n // 3))
+        unsafe = median_ms(lambda i: in_process_episode(code, i), n)
+        in_step = in_process_step_us(code)
+        steps = []
+        for k in range(100):  # the game's own episodes: its observation grows with history
+            with sb.load(code, max_turns=STEPS + 5) as env:
+                env.reset(seed=k)
+                for action in _actions():
+                    t = time.perf_counter()
+                    env.step(action)
+                    steps.append((time.perf_counter() - t) * 1e6)
+        with sb.load(TRIVIAL) as env:
+            env.reset()
+            transport = []
+            for _ in range(2000):
+                t = time.perf_counter()
+                env.step("a")
+                transport.append((time.perf_counter() - t) * 1e6)
+        total = 10 * n
+        t = time.perf_counter()
+        with ThreadPoolExecutor(args.threads) as pool:
+            list(pool.map(lambda i: sandbox_episode(sb, code, i), range(total)))
+        eps = total / (time.perf_counter() - t)
+        layers = [layer.name for layer in sb.isolation.layers if layer.active]
+    print(json.dumps({
+        "game": GAME, "steps_per_episode": STEPS,
+        "episode_ms": round(episode, 3),
+        "fresh_python_episode_ms": round(fresh, 3),
+        "ratio": round(episode / fresh, 4), "target_ratio": 0.25,
+        "step_us": round(statistics.median(steps), 1), "target_step_us": 100,
+        "step_us_trivial_env": round(statistics.median(transport), 1),
+        "step_us_in_process": round(in_step, 1),
+        "episodes_per_s": round(eps, 1), "threads": args.threads, "target_episodes_per_s": 100,
+        "in_process_unsafe_episode_ms": round(unsafe, 4),
+        "isolation_price_x": round(episode / unsafe, 1),
+        "active_layers": layers,
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()
