@@ -294,6 +294,30 @@ def run_cmd(
         raise typer.Exit(1) from e
 
 
+@app.command()
+def doctor() -> None:
+    """Print each sandbox isolation layer, active or not, and why; exit 1 if a required one is off."""
+    from spadework.errors import SpadeworkError
+    from spadework.sandbox import Limits, probe
+
+    limits = Limits()
+    try:
+        iso = probe(limits)
+    except SpadeworkError as e:
+        typer.echo(f"error: the sandbox does not start: {e.reason}", err=True)
+        raise typer.Exit(2) from e
+    for layer in iso.layers:
+        need = "required" if layer.name in limits.required_layers else "optional"
+        state = "active" if layer.active else "INACTIVE"
+        typer.echo(f"{layer.name:<13} {state:<9} {need:<9} {layer.reason}")
+    typer.echo(f"runtime       {iso.runtime}")
+    missing = iso.missing(limits.required_layers)
+    if missing:
+        typer.echo(f"required layer(s) not active: {', '.join(missing)} (Limits.allow_degraded=True "
+                   "runs anyway)", err=True)
+        raise typer.Exit(1)
+
+
 def main() -> None:
     app()
 

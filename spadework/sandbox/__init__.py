@@ -29,8 +29,8 @@ Use: ``with Sandbox(Limits()) as sb:`` then ``with sb.load(code) as env:``. Hand
 thread-safe; for asyncio use ``await env.astep(action)`` (a worker thread).
 """
 
-from spadework.sandbox.base import Sandbox
+from spadework.sandbox.base import Sandbox, probe
 from spadework.sandbox.handle import EnvHandle
 from spadework.sandbox.limits import DEFAULT_REQUIRED, Isolation, Layer, Limits
 
-__all__ = ["DEFAULT_REQUIRED", "EnvHandle", "Isolation", "Layer", "Limits", "Sandbox"]
+__all__ = ["DEFAULT_REQUIRED", "EnvHandle", "Isolation", "Layer", "Limits", "Sandbox", "probe"]

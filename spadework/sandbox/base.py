@@ -311,3 +311,16 @@ class Sandbox:
         with self._hlock:
             self._handles.discard(handle)
         shutil.rmtree(handle.scratch, ignore_errors=True)
+
+
+def probe(limits: Limits | None = None) -> Isolation:
+    """Start a sandbox just long enough to report which isolation layers hold here.
+
+    Required layers are not enforced (``allow_degraded``), so the report is always complete;
+    compare it with ``limits.required_layers`` via :meth:`Isolation.missing`.
+    """
+    limits = limits or Limits()
+    relaxed = Limits(**{**{f: getattr(limits, f) for f in limits.__dataclass_fields__},
+                        "allow_degraded": True})
+    with Sandbox(relaxed) as sb:
+        return sb.isolation  # type: ignore[return-value] - set by start()
