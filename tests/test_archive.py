@@ -257,6 +257,18 @@ def test_episodes_round_trip_exactly_and_filter(arc: Archive) -> None:
     assert t.logprobs == turn(1).logprobs and t.prompt_ids == tuple(range(1, 51))
 
 
+def test_growing_prompts_are_stored_once_and_come_back_whole(arc: Archive) -> None:
+    e = env()
+    arc.add_env(e)
+    prompts = [tuple(range(100)), tuple(range(130)), tuple(range(160)), (7,) * 20, (7,) * 25]
+    ts = tuple(dataclasses.replace(turn(0), prompt_ids=p) for p in prompts)
+    ep = dataclasses.replace(episode(e.env_id), turns=ts, rewards=(0.0,) * 5)
+    arc.add_episodes(0, [ep])
+    assert arc.episodes() == [ep]
+    stored = arc.query("SELECT prompt_shared, length(prompt_ids) FROM turns ORDER BY turn_index")
+    assert [tuple(r) for r in stored] == [(0, 400), (100, 120), (130, 120), (0, 80), (20, 20)]
+
+
 def test_storing_the_same_episodes_twice_counts_once(arc: Archive) -> None:
     e = env()
     arc.add_env(e)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from spadework.archive.records import (
     DesignAttempt,
@@ -32,7 +32,7 @@ ATTEMPT_COLUMNS = ("iteration", "slot", "attempt", "skill", "setting", "doc_id",
 EPISODE_COLUMNS = ("iteration", "env_id", "arm", "play_index", "seed", "rewards", "terminated",
                    "truncated", "status", "error", "seconds", "n_turns")
 
-TURN_COLUMNS = ("iteration", "env_id", "arm", "play_index", "turn_index", "prompt_ids",
+TURN_COLUMNS = ("iteration", "env_id", "arm", "play_index", "turn_index", "prompt_shared", "prompt_ids",
                 "output_ids", "logprobs", "text", "action", "observation", "reward",
                 "finish_reason")
 
@@ -97,33 +97,58 @@ def check_episode(ep: Episode) -> None:
                                f"{len(t.output_ids)} output ids but {len(t.logprobs)} logprobs")
 
 
+def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading items ``a`` and ``b`` have in common.
+
+    >>> shared_prefix((1, 2, 3, 4), (1, 2, 9)), shared_prefix((), (1,)), shared_prefix((5,), (5,))
+    (2, 0, 1)
+    """
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
 def episode_rows(iteration: int, ep: Episode) -> tuple[tuple, list[tuple]]:
+    """The episode's row and its turns' rows; each turn's prompt is stored as the number of ids
+    it shares with the previous turn's prompt plus the ids after those."""
     key = (iteration, ep.env_id, ep.arm, ep.play_index)
     head = (*key, ep.seed, pack_floats(ep.rewards), int(bool(ep.terminated)),
             int(bool(ep.truncated)), ep.status, ep.error, float(ep.seconds), len(ep.turns))
-    turns = [
-        (*key, i, pack_ints(t.prompt_ids), pack_ints(t.output_ids), pack_floats(t.logprobs),
-         t.text, t.action, t.observation, float(t.reward), t.finish_reason)
-        for i, t in enumerate(ep.turns)
-    ]
+    turns, prev = [], ()
+    for i, t in enumerate(ep.turns):
+        k = shared_prefix(prev, t.prompt_ids)
+        turns.append((*key, i, k, pack_ints(t.prompt_ids[k:]), pack_ints(t.output_ids),
+                      pack_floats(t.logprobs), t.text, t.action, t.observation, float(t.reward),
+                      t.finish_reason))
+        prev = t.prompt_ids
     return head, turns
 
 
-def turn_from_row(row: sqlite3.Row) -> Turn:
-    return Turn(prompt_ids=unpack_ints(row["prompt_ids"]), output_ids=unpack_ints(row["output_ids"]),
-                logprobs=unpack_floats(row["logprobs"]), text=row["text"], action=row["action"],
-                observation=row["observation"], reward=row["reward"],
-                finish_reason=row["finish_reason"])
+def turn_from_row(row: sqlite3.Row, prev_prompt: tuple[int, ...]) -> Turn:
+    k = row["prompt_shared"]
+    if k > len(prev_prompt):
+        raise ArchiveError(f"turn {row['turn_index']} of episode {row['env_id'][:12]}/{row['arm']}/"
+                           f"{row['play_index']} shares {k} ids with a {len(prev_prompt)}-id prompt: "
+                           "the archive is corrupt")
+    return Turn(prompt_ids=prev_prompt[:k] + unpack_ints(row["prompt_ids"]),
+                output_ids=unpack_ints(row["output_ids"]), logprobs=unpack_floats(row["logprobs"]),
+                text=row["text"], action=row["action"], observation=row["observation"],
+                reward=row["reward"], finish_reason=row["finish_reason"])
 
 
-def episode_from_rows(head: sqlite3.Row, turns: Iterable[sqlite3.Row]) -> Episode:
-    ts = tuple(turn_from_row(t) for t in turns)
-    if len(ts) != head["n_turns"]:
+def episode_from_rows(head: sqlite3.Row, turns: Sequence[sqlite3.Row]) -> Episode:
+    """An episode from its row and its turns' rows in turn order."""
+    if [t["turn_index"] for t in turns] != list(range(head["n_turns"])):
         raise ArchiveError(f"episode {head['env_id'][:12]}/{head['arm']}/{head['play_index']} "
-                           f"of iteration {head['iteration']} has {len(ts)} of its "
+                           f"of iteration {head['iteration']} has {len(turns)} of its "
                            f"{head['n_turns']} turns: the archive is corrupt")
+    ts: list[Turn] = []
+    for row in turns:
+        ts.append(turn_from_row(row, ts[-1].prompt_ids if ts else ()))
     return Episode(env_id=head["env_id"], arm=head["arm"], play_index=head["play_index"],
-                   seed=head["seed"], turns=ts, rewards=unpack_floats(head["rewards"]),
+                   seed=head["seed"], turns=tuple(ts), rewards=unpack_floats(head["rewards"]),
                    terminated=bool(head["terminated"]), truncated=bool(head["truncated"]),
                    status=head["status"], error=head["error"], seconds=head["seconds"])
 

@@ -12,7 +12,9 @@ An archive from a newer schema is refused: this code cannot know what a newer ve
 Versions:
 
 1. environments, per-iteration play statistics, designer attempts, episodes and their turns,
-   iteration metrics, named state.
+   iteration metrics, named state. A turn stores its prompt as ``prompt_shared`` (how many
+   leading token ids it shares with the previous turn's prompt) plus the ids after those: a
+   multi-turn prompt grows by each turn, so storing it whole would grow quadratically.
 2. ``envs.failed_stage`` and ``envs.reason`` as columns (backfilled from the stored check
    report), so listings and memory queries filter without parsing JSON per row; an index on
    (skill, status); the ``env_stats`` view (totals plus the latest iteration's rates).
@@ -105,6 +107,7 @@ CREATE TABLE turns (
     arm TEXT NOT NULL,
     play_index INTEGER NOT NULL,
     turn_index INTEGER NOT NULL,
+    prompt_shared INTEGER NOT NULL,
     prompt_ids BLOB,
     output_ids BLOB,
     logprobs BLOB,
