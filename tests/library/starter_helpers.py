@@ -142,6 +142,12 @@ def delivery_route(rng: random.Random, env) -> str:
     return _box(" ".join(map(str, order)))
 
 
+def garden_trial(rng: random.Random, env) -> str:
+    if rng.random() < 0.8:
+        return _box("test " + " ".join(rng.choice("01") for _ in range(4)))
+    return _box("answer " + " ".join(str(rng.randint(-3, 5)) for _ in range(4)))
+
+
 AGENTS = {f.__name__: f for f in (nim, mastermind, coin_balance, maze, sliding_puzzle, sequence,
                                   knapsack, light_switches, countdown, cipher_machine,
-                                  delivery_route)}
+                                  delivery_route, garden_trial)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import sys
 
 import pytest
@@ -25,7 +26,11 @@ def test_listing_reads_metadata_without_importing():
     assert not {m for m in set(sys.modules) - before if "library." in m}
     for env in envs:
         assert env.class_name == find_env_class(env.code)
-        assert f'ENV_CLASS = "{env.class_name}"' in env.code
+        declared = [
+            stmt.value.value for stmt in ast.parse(env.code).body
+            if isinstance(stmt, ast.Assign) and getattr(stmt.targets[0], "id", "") == "ENV_CLASS"
+        ]
+        assert declared == [env.class_name], f"{env.name}: declare ENV_CLASS once"
         assert "spadework" not in env.code.split('"""', 2)[-1], "environments never import spadework"
 
 
