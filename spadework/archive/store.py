@@ -118,7 +118,7 @@ class Archive:
 
     @property
     def schema_version(self) -> int:
-        return self._conn.execute("PRAGMA user_version").fetchone()[0]
+        return self.query("PRAGMA user_version")[0][0]
 
     def close(self) -> None:
         with self._lock:
@@ -149,7 +149,12 @@ class Archive:
                     self._exec(f"RELEASE {name}")
                 raise
             self._depth -= 1
-            self._exec("COMMIT" if outer else f"RELEASE {name}")
+            try:
+                self._exec("COMMIT" if outer else f"RELEASE {name}")
+            except ArchiveError:
+                if outer and self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")  # never leave a half-open transaction behind
+                raise
 
     def _exec(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         try:
