@@ -9,8 +9,8 @@ reason a designer can act on, and each stage is a public function testable on it
 3. ``load``         instantiate inside the sandbox within its limits;
 4. ``contract``     reset/step return types on probe actions, a finite reward in [-1, 1],
                     boolean flags, a dict info, an observation size cap, max_turns honoured;
-5. ``determinism``  the same seed gives the same observation, solution() and step results, on
-                    a fresh instance and on the same instance reset again;
+5. ``determinism``  the same seed gives the same observation, tools, solution() and step
+                    results, on the same instance reset again and on a second instance;
 6. ``solvable``     replaying solution() from a fresh reset wins (terminated, positive reward)
                     on every seed;
 7. ``not_trivial``  random, empty and repeated actions win at most ``trivial_rate`` of episodes,
@@ -109,6 +109,7 @@ def contract_stage(open_env: Opener, cfg: CheckConfig) -> str:
 
 def _trace(env: EnvHandle, seed: int, actions: list[str], cfg: CheckConfig) -> list[tuple[str, object]]:
     trace: list[tuple[str, object]] = [(f"reset(seed={seed})", do_reset(env, seed, cfg.max_obs_chars))]
+    trace.append(("tools()", call_env("tools()", env.tools)))
     try:
         trace.append(("solution()", call_env("solution()", env.solution)))
     except ContractError as e:  # solvable reports a raising solution(); here sameness counts
@@ -133,26 +134,33 @@ def _first_difference(a: list, b: list) -> tuple[str, object, object] | None:
 
 
 def determinism_stage(open_env: Opener, cfg: CheckConfig) -> str:
-    """For each seed: trace reset, solution() and a fixed reply sequence on a fresh instance, on
-    the same instance reset again, and on a second fresh instance; all three must agree."""
+    """Trace reset(seed), tools(), solution() and a fixed reply sequence on one instance, twice
+    per seed, then on a second instance that visits the seeds in reverse order; all traces of a
+    seed must agree. Two instances with different histories catch both global randomness and
+    state carried across episodes, at the cost of two loads rather than two per seed."""
     seeds = [cfg.seed + 100 + i for i in range(cfg.determinism_seeds)]
-    for seed in seeds:
-        with open_env() as env:
-            actions = probe_actions(tool_names(env))[: cfg.max_turns]
-            first = _trace(env, seed, actions, cfg)
-            again = _trace(env, seed, actions, cfg)
-        with open_env() as env:
-            fresh = _trace(env, seed, actions, cfg)
-        for label, other in (("the same instance reset again", again), ("a second fresh instance", fresh)):
-            diff = _first_difference(first, other)
-            if diff:
-                what, x, y = diff
-                raise ContractError(
-                    f"not deterministic: {what} differs on {label} with seed {seed}: "
-                    f"{short(x)} vs {short(y)}; draw every random choice from "
-                    "random.Random(seed) created in reset(), never from the global random"
-                )
-    return f"seeds {seeds[0]}..{seeds[-1]} reproduce observations, solution() and step results"
+    traces: dict[int, list] = {}
+    with open_env() as env:
+        do_reset(env, seeds[0], cfg.max_obs_chars)  # tools may depend on the reset state
+        actions = probe_actions(tool_names(env))[: cfg.max_turns]
+        for seed in seeds:
+            traces[seed] = _trace(env, seed, actions, cfg)
+            _compare(traces[seed], _trace(env, seed, actions, cfg), seed, "the same instance reset again")
+    with open_env() as env:
+        for seed in reversed(seeds):
+            _compare(traces[seed], _trace(env, seed, actions, cfg), seed, "a second instance")
+    return f"seeds {seeds[0]}..{seeds[-1]} reproduce observations, tools, solution() and step results"
+
+
+def _compare(first: list, other: list, seed: int, label: str) -> None:
+    diff = _first_difference(first, other)
+    if diff:
+        what, x, y = diff
+        raise ContractError(
+            f"not deterministic: {what} differs on {label} with seed {seed}: "
+            f"{short(x)} vs {short(y)}; draw every random choice from "
+            "random.Random(seed) created in reset(), never from the global random"
+        )
 
 
 def solution_actions(value: object) -> list[str]:

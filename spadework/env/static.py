@@ -25,7 +25,6 @@ Rules:
 from __future__ import annotations
 
 import ast
-import builtins
 from dataclasses import dataclass
 
 from spadework.env.contract import TOOLENV_CLASS, TOOLENV_MODULE, find_env_class
@@ -111,7 +110,7 @@ def parse_module(code: str) -> ast.Module:
         raise ContractError(f"code cannot be parsed: {e}") from e
 
 
-def check_imports(tree: ast.Module, allow_numpy: bool = False) -> None:
+def check_imports(tree: ast.Module, allow_numpy: bool = False, nodes: list[ast.AST] | None = None) -> None:
     """Reject imports outside the allowlist, and relative imports, naming the line.
 
     >>> check_imports(ast.parse("import random\\nfrom collections import deque"))
@@ -121,7 +120,7 @@ def check_imports(tree: ast.Module, allow_numpy: bool = False) -> None:
     spadework.errors.ContractError: line 1: import of 'os.path' is not allowed (allowed: __future__, abc, bisect, collections, copy, dataclasses, datetime, decimal, enum, fractions, functools, heapq, itertools, json, math, numbers, operator, random, re, statistics, string, textwrap, toolenv, typing)
     """
     allowed = allowed_imports(allow_numpy)
-    for node in ast.walk(tree):
+    for node in nodes if nodes is not None else ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -138,9 +137,9 @@ def check_imports(tree: ast.Module, allow_numpy: bool = False) -> None:
                 )
 
 
-def _bound_names(tree: ast.Module) -> set[str]:
+def _bound_names(nodes: list[ast.AST]) -> set[str]:
     bound: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             bound.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -152,7 +151,7 @@ def _bound_names(tree: ast.Module) -> set[str]:
     return bound
 
 
-def check_forbidden(tree: ast.Module) -> None:
+def check_forbidden(tree: ast.Module, nodes: list[ast.AST] | None = None) -> None:
     """Reject escape hatches: forbidden builtins (unless the module binds the name itself) and
     dunder or frame attributes, whether written as attributes or as strings.
 
@@ -166,8 +165,9 @@ def check_forbidden(tree: ast.Module) -> None:
     ...
     spadework.errors.ContractError: line 1: attribute '__bases__' is not allowed (it reaches interpreter internals)
     """
-    bound = _bound_names(tree)
-    for node in ast.walk(tree):
+    nodes = list(ast.walk(tree)) if nodes is None else nodes
+    bound = _bound_names(nodes)
+    for node in nodes:
         if isinstance(node, ast.Name) and node.id in FORBIDDEN_BUILTINS and node.id not in bound:
             raise ContractError(
                 f"line {node.lineno}: use of {node.id!r} is not allowed "
@@ -402,7 +402,8 @@ def check_static(code: str, *, allow_numpy: bool = False) -> StaticInfo:
     spadework.errors.ContractError: line 1: import of 'subprocess' is not allowed (allowed: __future__, abc, bisect, collections, copy, dataclasses, datetime, decimal, enum, fractions, functools, heapq, itertools, json, math, numbers, operator, random, re, statistics, string, textwrap, toolenv, typing)
     """
     tree = parse_module(code)
-    check_imports(tree, allow_numpy)
-    check_forbidden(tree)
+    nodes = list(ast.walk(tree))  # one walk shared by the rules: modules run to hundreds of lines
+    check_imports(tree, allow_numpy, nodes)
+    check_forbidden(tree, nodes)
     check_side_effects(tree)
     return check_env_class(tree)
