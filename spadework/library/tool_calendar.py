@@ -173,6 +173,11 @@ class CalendarEnv(ToolEnv):
         return (k is not None and self._cancelled() == {self.blocker, self.clash}
                 and sorted(self.events[k]["attendees"]) == sorted([self.a, self.b, self.c, self.e]))
 
+    def hint(self):
+        return (f"The blocking event is {self.blocker}. Once it is gone, the three are all free "
+                f"at {self.hour}:00; list_rooms shows which rooms are free then. add_attendee "
+                f"refuses while {self.e} is busy.")
+
     def expected_answer(self):
         return self._planning() or "none"
 

@@ -131,6 +131,11 @@ class FileSystemEnv(ToolEnv):
         return (not [p for p in self._in("/logs") if p.endswith(".gz")]
                 and all(p in self.files for p in moved))
 
+    def hint(self):
+        return (f"{len(self.big)} log files are above the threshold. find_files with extension "
+                "and min_size_kb lists them in one call, and disk_usage on /archive gives its "
+                "total.")
+
     def expected_answer(self):
         return str(sum(self.files[p]["size"] for p in self._in("/archive")))
 

@@ -154,6 +154,11 @@ class InventoryEnv(ToolEnv):
     def _received_done(self):
         return [o["status"] for o in self._open_orders().values()] == ["received"]
 
+    def hint(self):
+        return (f"The returned product is {self.returned}. After booking the return, "
+                "search_products with supplier_id, category and below_reorder_point=true lists "
+                "exactly the products to order.")
+
     def expected_answer(self):
         return str(sum(p["stock"] for p in self.products.values()
                        if p["category"] == self.category))

@@ -157,6 +157,12 @@ class LedgerEnv(ToolEnv):
         fees = {c: v["fee"] for c, v in self.customers.items() if v["fee"]}
         return fees == {self.target: self._expected_fee()}
 
+    def hint(self):
+        name = self.customers[self.target]["name"]
+        return (f"The account to chase is {self.target} ({name}). list_invoices takes a "
+                "customer_id to show one customer's invoices; the fee is 5% of the overdue "
+                "invoices left after the credit.")
+
     def expected_answer(self):
         return _money(self._balance(self.target))
 

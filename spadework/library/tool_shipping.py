@@ -131,6 +131,11 @@ class ShippingEnv(ToolEnv):
         return live == [self.carrier] and not any(
             self._live_labels(o) for o in self.orders if o != self.target)
 
+    def hint(self):
+        cheapest = min((c for c in self.unserved if self.new_city in self.unserved[c]))
+        return (f"The order is {self.target}; its release code is in get_order_notes. "
+                f"{cheapest} does not deliver to {self.new_city}.")
+
     def expected_answer(self):
         label = self.orders[self.target].get("label")
         return self.labels[label]["tracking"] if label else "none"

@@ -180,6 +180,11 @@ class TravelEnv(ToolEnv):
         return sum(v["total"] - v["discount"] for v in self.bookings.values()
                    if not v["cancelled"])
 
+    def hint(self):
+        return (f"The flight to book is {self.flight}; it lands on day {self.arrival}. The "
+                f"voucher code is on {self.names[0]}'s profile, and booking totals are in "
+                "get_booking.")
+
     def expected_answer(self):
         return _money(self._total())
 

@@ -210,6 +210,19 @@ def test_answer_not_in_first_observation(env_class):
         assert not re.search(rf"(?<![\w.-]){re.escape(answer)}(?![\w-]|\.\d)", obs), (seed, answer)
 
 
+def test_hint_helps_without_giving_the_answer(env_class):
+    for seed in range(6):
+        env = env_class()
+        env.reset(seed=seed)
+        hint = env.hint()
+        answer = parse_answer(env.solution()[-1])
+        assert isinstance(hint, str) and len(hint) > 20
+        assert answer not in hint
+        other = env_class()
+        other.reset(seed=seed)
+        assert other.hint() == hint
+
+
 def test_answer_first_is_refused(env_class):
     env = env_class()
     env.reset(seed=2)
