@@ -71,7 +71,6 @@ class Sandbox:
         self._sock: socket.socket | None = None
         self._dir: str | None = None
         self._zlog = None
-        self._read_paths: list[str] = []
         self._code_cache: OrderedDict[str, tuple[bytes, str | ContractError]] = OrderedDict()
         self.isolation: Isolation | None = None
 
@@ -92,7 +91,6 @@ class Sandbox:
         os.chmod(self._dir, 0o711)  # an unprivileged child must reach its own scratch dir
         try:
             hello = self._start_zygote()
-            self._read_paths = hello["read_paths"]
             handle = self._fork_child()
             try:
                 layers = handle._handshake(time.monotonic() + self.limits.load_seconds)
@@ -123,6 +121,7 @@ class Sandbox:
             self._proc = subprocess.Popen(
                 argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=self._zlog, env=env, cwd=self._dir,
+                start_new_session=True,  # Ctrl-C in a terminal reaches the host, not the zygote
             )
         finally:
             theirs.close()

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 STDERR_TAIL_BYTES = 4096
 
 
+def _strings(payload: object, n: int) -> bool:
+    return isinstance(payload, list) and len(payload) == n and all(isinstance(x, str) for x in payload)
+
+
 class _Deadline(Exception):
     """The current call ran out of time."""
 
@@ -135,26 +139,31 @@ class EnvHandle:
             raise EnvError(f"{op}(): the request cannot be sent: {e}") from e
         try:
             self._write(request, deadline)
-            status, payload = self._read(deadline)  # type: ignore[misc]
+            reply = self._read(deadline)
         except _Deadline as e:
             self._kill(f"{op}() passed its {what} deadline")
             raise EnvTimeout(f"{op}() passed its {what} deadline; the child was killed") from e
         except (wire.ProtocolError, ValueError, TypeError, OSError) as e:
             raise self._crashed(f"{op}(): {e}") from e
+        if not (isinstance(reply, list) and len(reply) == 2):
+            raise self._crashed(f"{op}(): malformed reply (not a [status, payload] pair)")
+        status, payload = reply
         if status == wire.OK:
             return payload
-        if status == wire.RAISED:
+        # Anything else must have the shape the child's own code sends; env code can write
+        # forged frames onto the reply pipe, and a malformed one is a protocol violation.
+        if status == wire.RAISED and _strings(payload, 3):
             exc_type, message, tb = payload
             raise EnvRaised(f"{op}() raised {exc_type}: {message}", exc_type, tb)
-        if status == wire.UNSENDABLE:
+        if status == wire.UNSENDABLE and _strings(payload, 2):
             type_name, detail = payload
             raise EnvRaised(detail, f"unsendable {type_name}", "")
-        if status == wire.LOAD_FAILED:
+        if status == wire.LOAD_FAILED and op == "load" and _strings(payload, 2):
             exc_type, tb = payload
             self._kill("load failed")
             tail = "\n".join(tb.strip().splitlines()[-6:])
             raise EnvLoadError(f"loading the environment raised {exc_type}:\n{tail}")
-        raise self._crashed(f"{op}(): reply with unknown status {status!r}")
+        raise self._crashed(f"{op}(): malformed reply (status {str(status)[:20]!r})")
 
     def _handshake(self, deadline: float) -> list:
         """Wait for the child's first message: the isolation layers it applied to itself."""

@@ -343,3 +343,46 @@ attempt("modules", lambda: setattr(sys.modules["spadework"], "PWNED", True))
         assert "path=ok" not in out, out
     assert not hasattr(spadework, "PWNED")
     assert hashlib.sha256(init.read_bytes()).hexdigest() == digest
+
+
+@pytest.mark.parametrize("reply", [
+    "[1, 'just one']",      # RAISED with the wrong shape
+    "[3, 'Exc', 'tb']",     # LOAD_FAILED outside load
+    "{'not': 'a list'}",
+    "[7, None]",
+])
+def test_forged_reply_frames(quick_sb, make_env, reply):
+    code = make_env(f"""
+import sys
+pack = sys.modules["sandbox_child"].encode
+data = pack({reply})
+os.write(4, len(data).to_bytes(4, "big") + data)
+import time
+time.sleep(30)
+""")
+    with quick_sb.load(code) as env:
+        env.reset()
+        with pytest.raises(EnvCrashed, match="malformed|undecodable|cannot unpack"):
+            env.step("a")
+        assert not env.alive
+
+
+def test_host_death_takes_zygote_and_children_along(tmp_path):
+    script = (
+        "import os, sys\n"
+        "from spadework.sandbox import Sandbox\n"
+        "sb = Sandbox().__enter__()\n"
+        "env = sb.load('class E:\\n def __init__(self, max_turns=10): pass\\n"
+        " def reset(self, seed=None): return \"o\", {}\\n def step(self, a): return \"o\", 0.0, False, False, {}\\n')\n"
+        "print(sb._proc.pid, env.pid, flush=True)\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    proc = subprocess.run([__import__("sys").executable, "-c", script], capture_output=True,
+                          text=True, timeout=60, cwd=REPO)
+    zygote, child = (int(x) for x in proc.stdout.split())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in (zygote, child)):
+        time.sleep(0.02)
+    for pid in (zygote, child):
+        # Gone, or at most a zombie waiting for init to reap it.
+        assert not Path(f"/proc/{pid}").exists() or " Z " in Path(f"/proc/{pid}/stat").read_text()
