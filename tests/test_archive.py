@@ -111,6 +111,36 @@ def test_foreign_and_missing_files_are_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "absent.sqlite").exists()
 
 
+def test_many_openers_of_one_new_file_build_it_once(tmp_path: Path) -> None:
+    p, barrier, errors, archives = tmp_path / "a.sqlite", threading.Barrier(4), [], []
+
+    def opener() -> None:
+        barrier.wait()
+        try:
+            archives.append(Archive.open(p))
+        except ArchiveError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=opener) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == [] and [a.schema_version for a in archives] == [SCHEMA_VERSION] * 4
+    assert sorted(a.migrated_from for a in archives)[0] == 0
+    for a in archives:
+        a.close()
+
+
+def test_code_that_no_longer_matches_its_id_is_reported(arc: Archive) -> None:
+    e = env()
+    arc.add_env(e)
+    with arc.transaction():
+        arc._exec("UPDATE envs SET code = code || '# edited'")
+    with pytest.raises(ArchiveError, match="corrupt: its code hashes to"):
+        arc.get_env(e.env_id)
+
+
 def _v1_file(path: Path, rows: list[tuple]) -> None:
     """An archive as schema v1 wrote it: built by the v1 step only, rows inserted by v1 SQL."""
     conn = sqlite3.connect(path, isolation_level=None)
