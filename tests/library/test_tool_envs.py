@@ -7,6 +7,7 @@ import the sandbox provides to generated code.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import random
@@ -16,6 +17,7 @@ import sys
 import pytest
 
 import spadework.env.toolenv as toolenv
+from spadework.env import checker
 from spadework.env.static import check_static
 from spadework.env.toolenv import ToolCall, format_tool_call, parse_answer, parse_tool_calls
 from spadework.library import starter_envs
@@ -269,3 +271,17 @@ def test_skipping_a_step_completing_reply_does_not_win(env_class):
         for skip in completing:
             env.reset(seed=seed)
             assert not play(env, replies[:skip] + replies[skip + 1:])[1], (seed, skip)
+
+
+def test_passes_the_checkers_runtime_stages_in_process(env_class):
+    """The validator's own stages, with instances opened in this process instead of the sandbox."""
+    cfg = checker.CheckConfig(max_turns=10)
+
+    @contextlib.contextmanager
+    def opener():
+        yield env_class(max_turns=cfg.max_turns)
+
+    checker.contract_stage(opener, cfg)
+    checker.determinism_stage(opener, cfg)
+    checker.solvable_stage(opener, cfg, 5)
+    assert "random 0/" in checker.not_trivial_stage(opener, cfg)
