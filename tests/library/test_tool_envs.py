@@ -285,3 +285,26 @@ def test_passes_the_checkers_runtime_stages_in_process(env_class):
     checker.determinism_stage(opener, cfg)
     checker.solvable_stage(opener, cfg, 5)
     assert "random 0/" in checker.not_trivial_stage(opener, cfg)
+
+
+def test_solutions_win_inside_the_real_sandbox():
+    """End to end: the sandbox registers toolenv.py as ``toolenv`` and runs each starter there."""
+    from spadework.errors import SandboxUnavailable
+    from spadework.sandbox.base import Sandbox
+
+    try:
+        sandbox = Sandbox().__enter__()
+    except SandboxUnavailable as e:
+        pytest.skip(f"no sandbox here: {e.reason}")
+    try:
+        for src in TOOL_ENVS:
+            with sandbox.load(src.code, max_turns=10, class_name=src.class_name) as handle:
+                handle.reset(seed=21)
+                assert [t["function"]["name"] for t in handle.tools()]
+                for reply in handle.solution():
+                    obs, reward, terminated, truncated, _ = handle.step(reply)
+                    if terminated or truncated:
+                        break
+                assert terminated and reward == 1.0, (src.name, obs)
+    finally:
+        sandbox.__exit__(None, None, None)
