@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import random
-import re
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -39,14 +38,20 @@ from typing import Any
 
 from spadework.env.novelty import NoveltyIndex
 from spadework.env.probe import (
+    FORMATTED,
+    REPEATED,
     EnvHandle,
     Opener,
+    answer_of,
     call_env,
     do_reset,
     do_step,
+    find_leak,
+    play,
     probe_actions,
     random_action,
     short,
+    solution_actions,
     tool_names,
     where_in_env,
 )
@@ -163,29 +168,6 @@ def _compare(first: list, other: list, seed: int, label: str) -> None:
         )
 
 
-def solution_actions(value: object) -> list[str]:
-    """The actions a solution() result stands for: one string, or a non-empty list of strings.
-
-    >>> solution_actions("\\\\boxed{7}"), solution_actions(["a", "b"])
-    (['\\\\boxed{7}'], ['a', 'b'])
-    >>> solution_actions(7)
-    Traceback (most recent call last):
-    ...
-    spadework.errors.ContractError: solution() returned 7 (int); return an action string or a non-empty list of them
-    """
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (list, tuple)) and value and all(isinstance(a, str) for a in value):
-        return list(value)
-    raise ContractError(
-        f"solution() returned {short(value)} ({type(value).__name__}); "
-        "return an action string or a non-empty list of them"
-    )
-
-
-_FORMATTED = re.compile(r"\\boxed\{|<answer>|<tool_call>|<function=")
-
-
 def _replay(env: EnvHandle, seed: int, cfg: CheckConfig) -> str | None:
     """Replay solution() from reset(seed); None when it wins, else why not."""
     do_reset(env, seed, cfg.max_obs_chars)
@@ -205,7 +187,7 @@ def _replay(env: EnvHandle, seed: int, cfg: CheckConfig) -> str | None:
     else:
         why = f"left the episode running after {i} step(s) (a win must set terminated=True)"
     tip = ""
-    if len(actions) == 1 and not _FORMATTED.search(actions[0]):
+    if len(actions) == 1 and not FORMATTED.search(actions[0]):
         tip = "; solution() returns actions as the agent writes them, e.g. '\\\\boxed{...}'"
     return f"{where} {why}: last observation {short(step.obs, 80)}{tip}"
 
@@ -221,51 +203,7 @@ def solvable_stage(open_env: Opener, cfg: CheckConfig, seeds: int) -> str:
     return f"solution() wins on seeds {chosen[0]}..{chosen[-1]}"
 
 
-def answer_of(solution: object) -> str | None:
-    """What solution() gives away if it is printed: the boxed or <answer> content of its (last)
-    action, or a single plain string; None when that is shorter than two characters.
-
-    >>> answer_of("\\\\boxed{42}"), answer_of(["\\\\boxed{up}", "<answer>Paris</answer>"]), answer_of("7")
-    ('42', 'Paris', None)
-    """
-    from spadework.env.actions import extract_boxed, parse_answer
-
-    if isinstance(solution, (list, tuple)) and solution and isinstance(solution[-1], str):
-        last, single = solution[-1], False
-    elif isinstance(solution, str):
-        last, single = solution, True
-    else:
-        return None
-    answer = extract_boxed(last) or parse_answer(last) or (last.strip() if single and not _FORMATTED.search(last) else None)
-    return answer if answer and len(answer) >= 2 else None
-
-
-def _mentions(text: str, answer: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", text, re.IGNORECASE) is not None
-
-
-def _leak(firsts: dict[int, tuple[str, str | None]]) -> str | None:
-    """A seed whose first observation prints its answer, unless that answer is text every seed
-    prints (an action name in the rules, say)."""
-    for seed, (obs, answer) in firsts.items():
-        if answer and _mentions(obs, answer):
-            others = [o for s, (o, _) in firsts.items() if s != seed]
-            if not others or not all(_mentions(o, answer) for o in others):
-                return f"the first observation of seed {seed} contains the answer {answer!r}"
-    return None
-
-
-_REPEATED = ("\\boxed{1}", "\\boxed{0}", "\\boxed{yes}", "\\boxed{A}", "<answer>1</answer>")
 _LEAK_SEEDS = 3
-
-
-def _play(env: EnvHandle, seed: int, policy: Callable[[int], str], cfg: CheckConfig) -> bool:
-    do_reset(env, seed, cfg.max_obs_chars)
-    for turn in range(cfg.max_turns):
-        step = do_step(env, policy(turn), cfg.max_obs_chars)
-        if step.done:
-            return step.won
-    return False
 
 
 def _strategies(cfg: CheckConfig, tools: list[str]) -> dict[str, list[tuple[int, Callable[[int], str]]]]:
@@ -279,7 +217,7 @@ def _strategies(cfg: CheckConfig, tools: list[str]) -> dict[str, list[tuple[int,
         "random": [(base + e, rand(base + e)) for e in range(cfg.trivial_episodes)],
         "empty": [(base + e, lambda _turn: "") for e in range(n_fixed)],
         "repeated": [
-            (base + e, lambda _turn, a=_REPEATED[e % len(_REPEATED)]: a) for e in range(n_fixed)
+            (base + e, lambda _turn, a=REPEATED[e % len(REPEATED)]: a) for e in range(n_fixed)
         ],
     }
 
@@ -293,12 +231,12 @@ def not_trivial_stage(open_env: Opener, cfg: CheckConfig) -> str:
         for seed in range(base, base + _LEAK_SEEDS):
             obs = do_reset(env, seed, cfg.max_obs_chars)
             firsts[seed] = (obs, answer_of(call_env("solution()", env.solution)))
-        leak = _leak(firsts)
+        leak = find_leak(firsts)
         if leak:
             raise ContractError(f"answer leaked: {leak}; state the task, never its answer")
         rates = []
         for name, episodes in _strategies(cfg, tool_names(env)).items():
-            wins = sum(_play(env, seed, policy, cfg) for seed, policy in episodes)
+            wins = sum(play(env, seed, policy, cfg.max_turns, cfg.max_obs_chars) for seed, policy in episodes)
             rate = wins / len(episodes)
             if rate > cfg.trivial_rate:
                 raise ContractError(

@@ -1,5 +1,6 @@
 """Talking to a loaded environment on the checker's terms: calls that turn sandbox failures into
-contract violations, validated reset/step results, and the replies the checker probes with.
+contract violations, validated reset/step results, the replies the checker probes with, episode
+play for the trivial strategies, and the answer-leak rule.
 
 Everything here works on any object with the :class:`EnvHandle` methods (the sandbox's handles);
 values arrive as the environment returned them, so the types are judged here, not coerced.
@@ -16,6 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from spadework.env.actions import extract_boxed, parse_answer
 from spadework.errors import ContractError, EnvCrashed, EnvError, EnvRaised, EnvTimeout
 
 
@@ -185,3 +187,85 @@ def random_action(rng: random.Random, tools: list[str]) -> str:
     if kind == 3:
         return f"<answer>{rng.randint(0, 100)}</answer>"
     return _tool_call(rng.choice(tools), {})
+
+
+FORMATTED = re.compile(r"\\boxed\{|<answer>|<tool_call>|<function=")
+
+
+def solution_actions(value: object) -> list[str]:
+    """The actions a solution() result stands for: one string, or a non-empty list of strings.
+
+    >>> solution_actions("\\\\boxed{7}"), solution_actions(["a", "b"])
+    (['\\\\boxed{7}'], ['a', 'b'])
+    >>> solution_actions(7)
+    Traceback (most recent call last):
+    ...
+    spadework.errors.ContractError: solution() returned 7 (int); return an action string or a non-empty list of them
+    """
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(a, str) for a in value):
+        return list(value)
+    raise ContractError(
+        f"solution() returned {short(value)} ({type(value).__name__}); "
+        "return an action string or a non-empty list of them"
+    )
+
+
+def answer_of(solution: object) -> str | None:
+    """What solution() gives away if it is printed: the boxed or <answer> content of its (last)
+    action, or a single plain string; None when that is shorter than two characters.
+
+    >>> answer_of("\\\\boxed{42}"), answer_of(["\\\\boxed{up}", "<answer>Paris</answer>"]), answer_of("7")
+    ('42', 'Paris', None)
+    """
+    if isinstance(solution, (list, tuple)) and solution and isinstance(solution[-1], str):
+        last, single = solution[-1], False
+    elif isinstance(solution, str):
+        last, single = solution, True
+    else:
+        return None
+    answer = extract_boxed(last) or parse_answer(last) or (last.strip() if single and not FORMATTED.search(last) else None)
+    return answer if answer and len(answer) >= 2 else None
+
+
+def mentions(text: str, answer: str) -> bool:
+    """Whether ``answer`` occurs in ``text`` as a whole token (case-insensitive).
+
+    >>> mentions("The code is 4821.", "4821"), mentions("Total 14821", "4821")
+    (True, False)
+    """
+    return re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", text, re.IGNORECASE) is not None
+
+
+def find_leak(firsts: dict[int, tuple[str, str | None]]) -> str | None:
+    """A seed whose first observation prints its answer, unless that answer is text every seed
+    prints (an action name in the rules, say). ``firsts`` maps seed -> (first observation,
+    :func:`answer_of` its solution). Known blind spot: a multiple-choice task whose options vary
+    by seed prints its answer among the options and is reported as a leak.
+
+    >>> find_leak({1: ("Moves: up, left.", "left"), 2: ("Moves: up, left.", "up")}) is None
+    True
+    >>> find_leak({1: ("Find x (x is 4821).", "4821"), 2: ("Find x (x is 311).", "311")})
+    "the first observation of seed 1 contains the answer '4821'"
+    """
+    for seed, (obs, answer) in firsts.items():
+        if answer and mentions(obs, answer):
+            others = [o for s, (o, _) in firsts.items() if s != seed]
+            if not others or not all(mentions(o, answer) for o in others):
+                return f"the first observation of seed {seed} contains the answer {answer!r}"
+    return None
+
+
+#: Replies the 'repeated' strategy repeats, one per episode in turn.
+REPEATED = ("\\boxed{1}", "\\boxed{0}", "\\boxed{yes}", "\\boxed{A}", "<answer>1</answer>")
+
+
+def play(env: EnvHandle, seed: int, policy: Callable[[int], str], max_turns: int, cap: int) -> bool:
+    """Play one episode from reset(seed) with ``policy(turn)``; whether it was won."""
+    do_reset(env, seed, cap)
+    for turn in range(max_turns):
+        step = do_step(env, policy(turn), cap)
+        if step.done:
+            return step.won
+    return False

@@ -23,6 +23,7 @@ from spadework.env.checker import (
     not_trivial_stage,
     solvable_stage,
 )
+from spadework.env.probe import find_leak
 from spadework.errors import ConfigError, ContractError, EnvLoadError, SandboxUnavailable
 from spadework.library import starter_envs
 from spadework.sandbox import Limits, Sandbox
@@ -271,17 +272,15 @@ def test_trivial_rate_is_a_threshold(sb):
 
 
 def test_answer_of_and_leak_rule():
-    from spadework.env.checker import _leak
-
     assert answer_of(["\\boxed{up}", "\\boxed{left}"]) == "left"
     assert answer_of("<answer>done</answer>") == "done"
     assert answer_of("\\boxed{7}") is None
     # an action word every seed prints is vocabulary, not a leak
     firsts = {1: ("Moves: up, left.", "left"), 2: ("Moves: up, left.", "up")}
-    assert _leak(firsts) is None
+    assert find_leak(firsts) is None
     firsts = {1: ("Find x. (x is 4821)", "4821"), 2: ("Find x. (x is 311)", "311")}
-    assert "seed 1" in _leak(firsts)
-    assert _leak({1: ("Total 12480 coins", "248")}) is None  # whole tokens only
+    assert "seed 1" in find_leak(firsts)
+    assert find_leak({1: ("Total 12480 coins", "248")}) is None  # whole tokens only
 
 
 # -- novelty and the report -------------------------------------------------------------------

@@ -84,3 +84,19 @@ def test_shingles_and_jaccard_edges():
     assert shingles(["a"], 5) == frozenset({("a",)})
     assert jaccard(frozenset(), frozenset()) == 0.0
     assert jaccard(frozenset({1}), frozenset({1})) == 1.0
+
+
+def test_novelty_stage_on_its_own():
+    from spadework.env.checker import novelty_stage
+    from spadework.errors import ContractError
+
+    index = NoveltyIndex([e.code for e in starter_envs()])
+    assert "most similar" in novelty_stage(GOOD, index, CheckConfig())
+    copy = GOOD.replace("ArithmeticChainEnv", "OtherEnv")
+    index.add(GOOD)
+    with pytest.raises(ContractError, match=rf"near-duplicate of environment {env_id_of(GOOD)[:12]}"):
+        novelty_stage(copy, index, CheckConfig())
+    with pytest.raises(ContractError, match="similarity 1.00 >= 1.00"):
+        novelty_stage(copy, index, CheckConfig(novelty_threshold=1.0))  # identical up to names
+    slightly = copy.replace("Compute (", "Work out (")
+    assert "most similar" in novelty_stage(slightly, index, CheckConfig(novelty_threshold=1.0))
