@@ -698,7 +698,8 @@ class ToolEnv:
         if truncated:
             obs += "\n\nOut of turns: the episode is over."
         self._over = terminated or truncated
-        return obs, float(reward), bool(terminated), bool(truncated), self._info(ran, failed)
+        reward = min(1.0, max(-1.0, float(reward)))  # a subclass's constants cannot break the range
+        return obs, reward, bool(terminated), bool(truncated), self._info(ran, failed)
 
     # -- internals ----------------------------------------------------------------------------
 

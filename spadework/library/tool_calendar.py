@@ -1,7 +1,7 @@
 """Team calendar: clear a cancelled event, schedule a meeting in the first common gap, add a late
 invitee.
 
-Six colleagues share a calendar of 18-40 events over three days, plus five meeting rooms, all
+Six colleagues share a calendar of 12-35 events over three days, plus five meeting rooms, all
 drawn from the seed. The agent cancels one event, books a one-hour meeting for three people at
 the earliest hour all three are free on that day in the smallest free room seating four, then
 adds a fourth person, who first has to be freed from a clashing event, and reports the meeting's

@@ -1,6 +1,6 @@
 """File-system housekeeping: compress the big logs, archive them, delete the largest leftover.
 
-A small server's disk holds 20-45 files under /logs, /data, /tmp, /home and /archive, with sizes
+A small server's disk holds 20-31 files under /logs, /data, /tmp, /home and /archive, with sizes
 and dates drawn from the seed. The agent compresses every ``.log`` file in /logs above a size
 threshold, moves the resulting ``.gz`` files to /archive, deletes the largest file left in /logs,
 and reports the total size of /archive.

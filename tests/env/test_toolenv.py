@@ -93,6 +93,19 @@ def test_trailing_end_of_turn_tokens_are_ignored():
     assert parse_answer("<answer>4</answer><|endoftext|>") == "4"
 
 
+def test_pretty_printed_json_and_qwen3_coder_layout():
+    reply = (
+        "Let me check both.\n<tool_call>\n{\n  \"name\": \"search\",\n  \"arguments\": {\n"
+        "    \"query\": \"late orders\",\n    \"filters\": {\"days\": [1, 2]}\n  }\n}\n</tool_call>\n"
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nSão Paulo\n</parameter>\n"
+        "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"
+    )
+    assert parse_tool_calls(reply) == [
+        ToolCall("search", {"query": "late orders", "filters": {"days": [1, 2]}}),
+        ToolCall("get_weather", {"city": "São Paulo", "days": 3}),
+    ]
+
+
 def test_thinking_is_ignored():
     reply = ('<think>maybe <tool_call>{"name": "bad"</think>'
              '<tool_call>{"name": "good", "arguments": {}}</tool_call>')
