@@ -231,23 +231,25 @@ class HFPolicy:
             input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1
         )
         next_pos = pos[:, -1:] + 1
-        for _ in range(max(budgets)):
-            tokens, lps = sample_tokens(out.logits[:, -1, :], params, gens)
-            for r, (tok, lp) in enumerate(zip(tokens.tolist(), lps.tolist())):
-                if not rows[r].finished:
-                    rows[r].push(tok, lp, self, params.stop)
-            if all(row.finished for row in rows):
+        active = list(range(b))  # rows still decoding, in cache order
+        while True:
+            tokens, lps = sample_tokens(out.logits[:, -1, :], params, [gens[r] for r in active])
+            for r, tok, lp in zip(active, tokens.tolist(), lps.tolist()):
+                rows[r].push(tok, lp, self, params.stop)
+            keep = [k for k, r in enumerate(active) if not rows[r].finished]
+            if not keep:
                 break
-            feed = torch.tensor(
-                [self.pad_token_id if row.finished else row.ids[-1] for row in rows], device=dev
-            )
-            mask = torch.cat([mask, torch.ones((b, 1), dtype=mask.dtype, device=dev)], dim=-1)
+            cache = out.cache
+            if len(keep) < len(active):  # drop finished rows: no compute is spent on them
+                index = torch.tensor(keep, device=dev)
+                cache.batch_select_indices(index)
+                mask, next_pos = mask[index], next_pos[index]
+                active = [active[k] for k in keep]
+            feed = torch.tensor([rows[r].ids[-1] for r in active], device=dev)
+            mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=-1)
             out = self.model(
-                input_ids=feed.unsqueeze(-1),
-                attention_mask=mask,
-                position_ids=next_pos,
-                cache=out.cache,
-                use_cache=True,
+                input_ids=feed.unsqueeze(-1), attention_mask=mask, position_ids=next_pos,
+                cache=cache, use_cache=True,
             )
             next_pos = next_pos + 1
         return [row.completion(prompt, self, params.stop) for row, prompt in zip(rows, prompts)]
