@@ -634,7 +634,8 @@ class ToolEnv:
         parts.append(
             'Call tools with <tool_call>{"name": "tool_name", "arguments": {...}}</tool_call> '
             f"(up to {self.max_calls_per_turn} per reply). Further instructions appear as steps "
-            "are completed; when all are done, reply with <answer>...</answer>."
+            "are completed; when all are done, reply with <answer>...</answer>. You have "
+            f"{self.max_turns} replies in all."
         )
         return "\n\n".join(parts), self._info(0, 0)
 
@@ -680,8 +681,8 @@ class ToolEnv:
         arguments = _coerce_integers(arguments, schema)
         try:
             result = getattr(self, f"tool_{name}")(**arguments)
-        except ToolError as e:
-            return f"Error: {e}", False
+        except ToolError as e:  # a tool may have changed state before refusing
+            return f"Error: {e}{self._advance()}", False
         self.call_history.append(ToolCall(name, arguments))
         text = result if isinstance(result, str) else _render_result(result)
         return text + self._advance(), True

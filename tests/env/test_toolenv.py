@@ -265,7 +265,7 @@ def _env(**kw):
 
 def test_first_observation_lists_step_one_and_tools_but_not_later_steps():
     obs, info = CounterEnv().reset(seed=0)
-    assert "Read counter a." in obs and "Add 2" not in obs
+    assert "Read counter a." in obs and "Add 2" not in obs and "You have 10 replies" in obs
     assert "add(name: \"a\"|\"b\", amount: integer, note?: object)" in obs
     assert info == {"tool_calls": 0, "tool_errors": 0, "turn": 0, "steps_done": 0, "steps": 3}
 
