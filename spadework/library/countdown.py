@@ -96,7 +96,7 @@ class CountdownEnv:
         while True:
             pool = sorted(rng.sample(range(1, 11), 4) + rng.sample([12, 15, 20, 25, 50, 75, 100], 2))
             chain, work = [], list(pool)
-            for _ in range(rng.randint(3, 4)):
+            for _ in range(rng.randint(3, 4 if self.max_turns >= 4 else 3)):
                 i, j = rng.sample(range(len(work)), 2)
                 op = rng.choice("+-*/")
                 a, b = work[i], work[j]

@@ -102,13 +102,17 @@ class MazeEnv:
         self.reset()
 
     def reset(self, seed=None):
+        """Carve a maze whose shortest route has 7 to 14 straight legs, and never more than
+        max_turns (down to 3 legs for small budgets), so it can always be walked in time."""
         rng = random.Random(0 if seed is None else seed)
         rooms = [(2 * r + 1, 2 * c + 1) for r in range(ROOMS_H) for c in range(ROOMS_W)]
+        most = max(3, min(14, self.max_turns))
+        least = min(7, most)
         while True:
             grid = carve(rng, ROOMS_W, ROOMS_H)
             start, goal = rng.sample(rooms, 2)
             legs = runs(shortest_path(grid, start, goal))
-            if 7 <= len(legs) <= 14:
+            if least <= len(legs) <= most:
                 break
         self.grid, self.pos, self.goal = grid, start, goal
         self.turn = 0

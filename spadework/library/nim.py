@@ -57,6 +57,19 @@ def _best_move(piles):
     return i, 1
 
 
+def perfect_play(piles):
+    """Your moves (pile index, count) under perfect play against the opponent's replies."""
+    piles, moves = list(piles), []
+    while sum(piles):
+        i, k = _best_move(piles)
+        moves.append((i, k))
+        piles[i] -= k
+        if sum(piles):
+            j, m = _best_move(piles)
+            piles[j] -= m
+    return moves
+
+
 class NimEnv:
     """Normal-play Nim, you move first from a position with a non-zero nim-sum."""
 
@@ -65,11 +78,21 @@ class NimEnv:
         self.reset()
 
     def reset(self, seed=None):
+        """Deal piles whose perfect play wins within max_turns moves (always possible from
+        max_turns=2 on; below that the shortest deal found is used)."""
         rng = random.Random(0 if seed is None else seed)
-        while True:
+        shortest = None
+        for _ in range(20000):
             piles = [rng.randint(1, 7) for _ in range(rng.randint(3, 4))]
-            if _nim_sum(piles) and 9 <= sum(piles) <= 20 and max(piles) >= 3:
+            if not (_nim_sum(piles) and 9 <= sum(piles) <= 20 and max(piles) >= 3):
+                continue
+            moves = len(perfect_play(piles))
+            if moves <= self.max_turns:
                 break
+            if shortest is None or moves < shortest[0]:
+                shortest = (moves, piles)
+        else:
+            piles = shortest[1]
         self.piles = piles
         self.turn = 0
         self.done = False
@@ -126,17 +149,8 @@ class NimEnv:
         return self._finish(self._render(lead), 0.0, False, out_of_turns)
 
     def solution(self):
-        """Replays perfect play against the (deterministic) opponent from the current piles."""
-        piles = list(self.piles)
-        moves = []
-        while sum(piles):
-            i, k = _best_move(piles)
-            moves.append(f"\\boxed{{{i + 1} {k}}}")
-            piles[i] -= k
-            if sum(piles):
-                j, m = _best_move(piles)
-                piles[j] -= m
-        return moves
+        """Perfect play against the (deterministic) opponent from the current piles."""
+        return [f"\\boxed{{{i + 1} {k}}}" for i, k in perfect_play(self.piles)]
 
     def hint(self):
         sizes = ", ".join(format(p, "03b") for p in self.piles)

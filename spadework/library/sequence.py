@@ -4,7 +4,7 @@ Seven terms of an integer sequence are shown. The hidden rule comes from one of 
 (constant steps, repeating cycles of steps, growing steps, ratios, two-term recurrences, two
 interleaved sequences, alternating operations), with random parameters. You predict the next term;
 a right prediction is revealed and you go on to the one after, a wrong one is answered "too high"
-or "too low". Three right predictions win.
+or "too low". Three right predictions win (as many as max_turns allows, when that is fewer).
 
 Action: ``\\boxed{N}``, an integer. Reward 1.0 after the third right prediction; truncated after
 max_turns replies. ``reset(seed=None)`` plays seed 0.
@@ -17,7 +17,7 @@ ENV_CLASS = "SequenceEnv"
 SETTING = "games"
 SKILL = "pattern recognition"
 
-SHOWN, TO_PREDICT = 7, 3
+SHOWN, TO_PREDICT = 7, 3  # fewer predictions when max_turns is below 3
 
 
 def _boxed(text):
@@ -91,8 +91,9 @@ class SequenceEnv:
 
     def reset(self, seed=None):
         rng = random.Random(0 if seed is None else seed)
+        self.to_predict = max(1, min(TO_PREDICT, self.max_turns))
         while True:
-            terms, rule = make_sequence(rng, SHOWN + TO_PREDICT)
+            terms, rule = make_sequence(rng, SHOWN + self.to_predict)
             hidden = terms[SHOWN:]
             if len(set(terms)) >= SHOWN and not set(hidden) & set(terms[:SHOWN]):
                 break
@@ -105,7 +106,7 @@ class SequenceEnv:
 
     def _render(self, lead):
         seq = ", ".join(map(str, self.terms[:self.known]))
-        needed = SHOWN + TO_PREDICT - self.known
+        needed = SHOWN + self.to_predict - self.known
         return (
             f"{lead}\nSequence: {seq}, ?\n"
             f"Predict term number {self.known + 1}. Right predictions still needed: {needed}.\n"
@@ -134,7 +135,7 @@ class SequenceEnv:
             lead = f"{guess} is too {'high' if guess > truth else 'low'} for term {self.known + 1}."
             return self._finish(self._render(lead), 0.0, False, out_of_turns)
         self.known += 1
-        if self.known == SHOWN + TO_PREDICT:
+        if self.known == SHOWN + self.to_predict:
             return self._finish(f"{guess} is right. You have extended the sequence. You win!", 1.0, True, False)
         return self._finish(self._render(f"{guess} is right."), 0.0, False, out_of_turns)
 

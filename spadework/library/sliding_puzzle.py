@@ -96,14 +96,18 @@ class SlidingPuzzleEnv:
         self.reset()
 
     def reset(self, seed=None):
+        """Scramble to 10-14 slides from the goal, and never more than max_turns (down to 4
+        slides for small budgets), so the tray can always be solved in time."""
         rng = random.Random(0 if seed is None else seed)
+        most = max(4, min(MAX_DEPTH, self.max_turns))
+        least = min(MIN_DEPTH, most)
         while True:
             state, previous = GOAL, None
-            for _ in range(rng.randint(MIN_DEPTH, 2 * MAX_DEPTH)):
+            for _ in range(rng.randint(least, most + 10)):
                 options = [s for _, s in neighbours(state) if s != previous]
                 previous, state = state, rng.choice(options)
-            plan = solve(state, MAX_DEPTH)
-            if plan is not None and len(plan) >= MIN_DEPTH:
+            plan = solve(state, most)
+            if plan is not None and len(plan) >= least:
                 break
         self.state = state
         self.turn = 0

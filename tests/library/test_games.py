@@ -69,6 +69,17 @@ def test_solution_wins_from_every_seed(env_class):
         assert results[-1][1] == 1.0 and results[-1][2] is True
 
 
+def test_solution_fits_the_turn_budget_it_is_built_with(env_class):
+    """The player's max_turns is passed to the constructor; a deal must be winnable within it."""
+    for max_turns in (4, 6, 8):
+        env = env_class(max_turns=max_turns)
+        for seed in range(10):
+            env.reset(seed=seed)
+            actions = as_actions(env.solution())
+            assert len(actions) <= max_turns, f"max_turns={max_turns}, seed {seed}: {actions}"
+            assert play(env, actions)[1], f"max_turns={max_turns}, seed {seed}: solution lost"
+
+
 def test_seeds_give_different_instances_and_solutions(env_class):
     """Hidden-state games may open with the same text, but their solutions must differ."""
     env = env_class()

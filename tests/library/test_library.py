@@ -66,3 +66,32 @@ def test_missing_or_bad_metadata_is_a_clear_error():
         parse_source("def (:", "broken")
     ok = parse_source('SETTING = "games"\nSKILL = "optimization"\n' + body, "ok")
     assert (ok.class_name, ok.skill, ok.name) == ("A", "optimization", "ok")
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    from spadework.errors import SandboxUnavailable
+    from spadework.sandbox import Limits, Sandbox
+
+    try:
+        box = Sandbox(Limits())
+        box.start()
+    except SandboxUnavailable as e:
+        pytest.skip(f"no sandbox here: {e.reason}")
+    with box:
+        yield box
+
+
+@pytest.mark.parametrize("max_turns", [8, 20])
+def test_every_starter_game_passes_the_checker_in_the_sandbox(sandbox, max_turns):
+    """The real staged checker, run the way the pipeline runs it, including novelty against the
+    games already accepted (shared boilerplate must not make them near-duplicates)."""
+    from spadework.env.checker import CheckConfig, check
+
+    accepted: list[str] = []
+    for env in starter_envs("games"):
+        report = check(env.code, sandbox=sandbox, seeds=5, module=True,
+                       config=CheckConfig(max_turns=max_turns), existing=accepted)
+        assert report.ok, f"{env.name} (max_turns={max_turns}): {report.failed_stage}: {report.reason}"
+        assert report.env_id == env.env_id
+        accepted.append(env.code)
