@@ -121,8 +121,9 @@ def test_training_mode_is_restored_and_weights_are_live(hf_policy):
 
 
 def test_rows_that_finish_early_leave_the_batch_without_disturbing_the_rest(hf_policy):
-    params = SamplingParams(temperature=0.5, max_tokens=20, seed=2)  # row 0 stops at 10 tokens
-    prompts = ["Say hi.", "Write a long story about a dragon."]
+    # greedy, so that a row's tokens do not hang on its index (seeds derive from the index)
+    params = SamplingParams(temperature=0, max_tokens=20)
+    prompts = ["What is the capital of France?", "Write a long story about a dragon."]
     together = hf_policy.chat(prompts, params)
     assert together[0].finish_reason == "stop" and together[1].finish_reason == "length"
     assert len(together[0].output_ids) < len(together[1].output_ids) == 20
