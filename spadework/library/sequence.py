@@ -95,7 +95,9 @@ class SequenceEnv:
         while True:
             terms, rule = make_sequence(rng, SHOWN + self.to_predict)
             hidden = terms[SHOWN:]
-            if len(set(terms)) >= SHOWN and not set(hidden) & set(terms[:SHOWN]):
+            shown_text = {str(abs(t)) for t in terms[:SHOWN]}
+            # no hidden term may be readable in the shown ones (17 inside -17 counts)
+            if len(set(terms)) >= SHOWN and not {str(abs(t)) for t in hidden} & shown_text:
                 break
         self.terms, self.rule = terms, rule
         self.known = SHOWN
