@@ -654,6 +654,31 @@ class ToolEnv:
         """A reply that submits a final answer (for ``solution()``)."""
         return f"<answer>{value}</answer>"
 
+    def fit_turns(self, replies: list[str]) -> list[str]:
+        """``replies`` merged until they fit ``max_turns`` (for ``solution()``): adjacent
+        tool-call replies are joined, smallest pair first, never above
+        :attr:`max_calls_per_turn` calls per reply. Calls still run in the same order, so the
+        merged sequence wins whenever the original does; it is returned unchanged when it fits
+        already or cannot be shortened further.
+
+        >>> env = ToolEnv(max_turns=2)
+        >>> replies = [ToolEnv.reply_call("a"), ToolEnv.reply_call("b"), "<answer>1</answer>"]
+        >>> [r.count("<tool_call>") for r in env.fit_turns(replies)]
+        [2, 0]
+        """
+        replies = list(replies)
+        counts = [len(parse_tool_calls(r)) if parse_answer(r) is None else 0 for r in replies]
+        while len(replies) > self.max_turns:
+            pairs = [(counts[i] + counts[i + 1], i) for i in range(len(replies) - 1)
+                     if counts[i] and counts[i + 1]
+                     and counts[i] + counts[i + 1] <= self.max_calls_per_turn]
+            if not pairs:
+                break
+            _, i = min(pairs)
+            replies[i:i + 2] = [replies[i] + "\n" + replies[i + 1]]
+            counts[i:i + 2] = [counts[i] + counts[i + 1]]
+        return replies
+
     # -- the interface hosts use --------------------------------------------------------------
 
     def tools(self) -> list[dict]:

@@ -184,16 +184,17 @@ class CalendarEnv(ToolEnv):
     def solution(self):
         lookups = "".join(self.reply_call("list_events", person=p, day=self.day)
                           for p in (self.b, self.c))
-        return [self.reply_call("list_events", person=self.a, day=self.day),
-                self.reply_call("cancel_event", event_id=self.blocker),
-                lookups + self.reply_call("list_rooms", day=self.day, min_seats=4),
-                self.reply_call("book_meeting", title="Planning",
-                                attendees=[self.a, self.b, self.c], day=self.day, hour=self.hour,
-                                room_id=self.room),
-                self.reply_call("list_events", person=self.e, day=self.day),
-                self.reply_call("cancel_event", event_id=self.clash)
-                + self.reply_call("add_attendee", event_id=f"EV-{self.next_id}", person=self.e),
-                self.reply_answer(f"EV-{self.next_id}")]
+        replies = [self.reply_call("list_events", person=self.a, day=self.day),
+                   self.reply_call("cancel_event", event_id=self.blocker),
+                   lookups + self.reply_call("list_rooms", day=self.day, min_seats=4),
+                   self.reply_call("book_meeting", title="Planning",
+                                   attendees=[self.a, self.b, self.c], day=self.day, hour=self.hour,
+                                   room_id=self.room),
+                   self.reply_call("list_events", person=self.e, day=self.day),
+                   self.reply_call("cancel_event", event_id=self.clash)
+                   + self.reply_call("add_attendee", event_id=f"EV-{self.next_id}", person=self.e),
+                   self.reply_answer(f"EV-{self.next_id}")]
+        return self.fit_turns(replies)
 
     # -- tools ------------------------------------------------------------------------------
 

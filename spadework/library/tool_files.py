@@ -142,14 +142,15 @@ class FileSystemEnv(ToolEnv):
     def solution(self):
         total = sum(v["size"] for p, v in self.initial.items() if _parent(p) == "/archive")
         total += sum(self._gz_size(p, self.initial[p]["size"]) for p in self.big)
-        return [self.reply_call("find_files", directory="/logs", extension=".log",
-                                min_size_kb=self.threshold),
-                "".join(self.reply_call("compress", path=p) for p in self.big),
-                "".join(self.reply_call("move", path=f"{p}.gz", to_directory="/archive")
-                        for p in self.big),
-                self.reply_call("find_files", directory="/logs"),
-                self.reply_call("delete", path=self.victim),
-                self.reply_answer(total)]
+        replies = [self.reply_call("find_files", directory="/logs", extension=".log",
+                                   min_size_kb=self.threshold),
+                   "".join(self.reply_call("compress", path=p) for p in self.big),
+                   "".join(self.reply_call("move", path=f"{p}.gz", to_directory="/archive")
+                           for p in self.big),
+                   self.reply_call("find_files", directory="/logs"),
+                   self.reply_call("delete", path=self.victim),
+                   self.reply_answer(total)]
+        return self.fit_turns(replies)
 
     # -- tools ------------------------------------------------------------------------------
 

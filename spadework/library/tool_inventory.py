@@ -170,15 +170,16 @@ class InventoryEnv(ToolEnv):
         total = sum(max(stock[s], 2 * p["reorder_point"]) if s in items else stock[s]
                     for s, p in self.products.items() if p["category"] == self.category)
         name = self.products[self.returned]["name"]
-        return [self.reply_call("search_products", name_contains=name),
-                self.reply_call("adjust_stock", sku=self.returned, delta=self.return_qty,
-                                reason="customer return"),
-                self.reply_call("search_products", category=self.category,
-                                supplier_id=self.supplier, below_reorder_point=True),
-                self.reply_call("create_purchase_order", supplier_id=self.supplier,
-                                items=[{"sku": s, "quantity": q} for s, q in items.items()]),
-                self.reply_call("receive_purchase_order", po_id=f"PO-{self.next_po}"),
-                self.reply_answer(total)]
+        replies = [self.reply_call("search_products", name_contains=name),
+                   self.reply_call("adjust_stock", sku=self.returned, delta=self.return_qty,
+                                   reason="customer return"),
+                   self.reply_call("search_products", category=self.category,
+                                   supplier_id=self.supplier, below_reorder_point=True),
+                   self.reply_call("create_purchase_order", supplier_id=self.supplier,
+                                   items=[{"sku": s, "quantity": q} for s, q in items.items()]),
+                   self.reply_call("receive_purchase_order", po_id=f"PO-{self.next_po}"),
+                   self.reply_answer(total)]
+        return self.fit_turns(replies)
 
     # -- tools ------------------------------------------------------------------------------
 

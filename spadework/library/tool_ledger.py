@@ -175,12 +175,13 @@ class LedgerEnv(ToolEnv):
         pages = -(-len([1 for v in self.invoices.values() if self._is_overdue(v)]) // PAGE)
         listing = "".join(self.reply_call("list_invoices", status="overdue", page=p)
                           for p in range(1, pages + 1))
-        return [listing,
-                self.reply_call("flag_account", customer_id=self.target, flagged=True),
-                self.reply_call("credit_invoice", invoice_id=self.target_invoice,
-                                reason="goodwill"),
-                self.reply_call("set_late_fee", customer_id=self.target, amount=fee / 100),
-                self.reply_answer(_money(balance))]
+        replies = [listing,
+                   self.reply_call("flag_account", customer_id=self.target, flagged=True),
+                   self.reply_call("credit_invoice", invoice_id=self.target_invoice,
+                                   reason="goodwill"),
+                   self.reply_call("set_late_fee", customer_id=self.target, amount=fee / 100),
+                   self.reply_answer(_money(balance))]
+        return self.fit_turns(replies)
 
     @staticmethod
     def _is_overdue(inv):

@@ -142,14 +142,15 @@ class ShippingEnv(ToolEnv):
 
     def solution(self):
         t = self.target
-        return [self.reply_call("list_orders", status="on_hold"),
-                self.reply_call("get_order_notes", order_id=t),
-                self.reply_call("release_hold", order_id=t, code=self.orders[t]["code"])
-                + self.reply_call("update_address", order_id=t, city=self.new_city),
-                self.reply_call("get_rates", order_id=t),
-                self.reply_call("create_label", order_id=t, carrier=self.carrier),
-                self.reply_call("ship_order", order_id=t, label_id="LBL-1"),
-                self.reply_answer(f"TRK{self.tracking_base}")]
+        replies = [self.reply_call("list_orders", status="on_hold"),
+                   self.reply_call("get_order_notes", order_id=t),
+                   self.reply_call("release_hold", order_id=t, code=self.orders[t]["code"])
+                   + self.reply_call("update_address", order_id=t, city=self.new_city),
+                   self.reply_call("get_rates", order_id=t),
+                   self.reply_call("create_label", order_id=t, carrier=self.carrier),
+                   self.reply_call("ship_order", order_id=t, label_id="LBL-1"),
+                   self.reply_answer(f"TRK{self.tracking_base}")]
+        return self.fit_turns(replies)
 
     # -- tools ------------------------------------------------------------------------------
 

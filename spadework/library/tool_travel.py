@@ -195,15 +195,16 @@ class TravelEnv(ToolEnv):
         dearest = max(flight_total, hotel_total)
         dearest_id = f"BK-{self.next_booking + (hotel_total > flight_total)}"
         passengers = [{"name": n, "traveller_id": self.travellers[n]["id"]} for n in (a, b)]
-        return [self.reply_call("get_traveller", name=a) + self.reply_call("get_traveller", name=b)
-                + self.reply_call("search_flights", origin=self.origin, destination=self.dest,
-                                  day=self.day, max_stops=0),
-                self.reply_call("book_flight", flight_id=self.flight, passengers=passengers),
-                self.reply_call("search_hotels", city=self.dest, max_price=self.budget / 100),
-                self.reply_call("book_hotel", hotel_id=self.hotel, check_in_day=self.arrival,
-                                nights=self.nights, guests=2),
-                self.reply_call("apply_voucher", booking_id=dearest_id, code=self.voucher),
-                self.reply_answer(_money(flight_total + hotel_total - (dearest + 5) // 10))]
+        replies = [self.reply_call("get_traveller", name=a) + self.reply_call("get_traveller", name=b)
+                   + self.reply_call("search_flights", origin=self.origin, destination=self.dest,
+                                     day=self.day, max_stops=0),
+                   self.reply_call("book_flight", flight_id=self.flight, passengers=passengers),
+                   self.reply_call("search_hotels", city=self.dest, max_price=self.budget / 100),
+                   self.reply_call("book_hotel", hotel_id=self.hotel, check_in_day=self.arrival,
+                                   nights=self.nights, guests=2),
+                   self.reply_call("apply_voucher", booking_id=dearest_id, code=self.voucher),
+                   self.reply_answer(_money(flight_total + hotel_total - (dearest + 5) // 10))]
+        return self.fit_turns(replies)
 
     # -- tools ------------------------------------------------------------------------------
 

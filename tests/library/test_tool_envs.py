@@ -159,6 +159,17 @@ def test_solution_wins_from_many_seeds(env_class):
         assert results[-1][4]["steps_done"] == results[-1][4]["steps"]
 
 
+def test_solution_fits_the_turn_budget_it_is_built_with(env_class):
+    """The player's max_turns reaches the constructor (play uses 8); fit_turns packs the calls."""
+    for max_turns in (3, 4, 6, 8):
+        for seed in range(6):
+            env = env_class(max_turns=max_turns)
+            env.reset(seed=seed)
+            replies = env.solution()
+            assert len(replies) <= max_turns, (max_turns, seed)
+            assert play(env, replies)[1], (max_turns, seed)
+
+
 def test_solution_in_xml_style_wins_too(env_class):
     env = env_class()
     env.reset(seed=3)
