@@ -57,8 +57,17 @@ DENIED_SYSCALLS = (
 SELF_ONLY_SYSCALLS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 
 
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+def libc_handle() -> ctypes.CDLL:
+    """The C library with errno capture; the zygote makes one and every child inherits it
+    (its function pointers already resolved, which saves each child the lookups)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for name in ("syscall", "prctl", "capset", "unshare"):
+        getattr(libc, name)
+    return libc
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
 def _err(what: str) -> str:
@@ -66,7 +75,7 @@ def _err(what: str) -> str:
     return f"{what} failed: {errno.errorcode.get(e, e)} ({os.strerror(e)})"
 
 
-def setup_descriptors(fds: list[int], devnull: int) -> None:
+def setup_descriptors(fds: list[int], devnull: int, libc: ctypes.CDLL) -> None:
     """Make ``fds`` the child's 2 (log), 3 (requests), 4 (replies), 0/1 /dev/null; close the rest."""
     log_fd, req_fd, resp_fd = fds
     # Move the passed descriptors above 4 first so that dup2 never clobbers one we still need.
@@ -74,7 +83,7 @@ def setup_descriptors(fds: list[int], devnull: int) -> None:
     for target, fd in zip((0, 2, 3, 4), moved):
         os.dup2(fd, target, inheritable=False)
     os.dup2(0, 1, inheritable=False)
-    if _libc().syscall(_SYS_CLOSE_RANGE, 5, 0xFFFFFFFF, 0) != 0:
+    if libc.syscall(_SYS_CLOSE_RANGE, 5, 0xFFFFFFFF, 0) != 0:
         os.closerange(5, os.sysconf("SC_OPEN_MAX"))
 
 
@@ -115,33 +124,30 @@ def drop_uid(uid: int | None, gid: int | None) -> tuple[bool, str]:
     return True, f"runs as uid {uid}, gid {gid}, no supplementary groups"
 
 
-def drop_capabilities() -> bool:
+def drop_capabilities(libc: ctypes.CDLL) -> bool:
     """Empty the effective, permitted and inheritable capability sets (matters in a user ns)."""
     header = struct.pack("Ii", _CAP_VERSION_3, 0)
     data = bytes(24)
-    return _libc().capset(header, data) == 0
+    return libc.capset(header, data) == 0
 
 
-def process_limits(zygote_pid: int) -> None:
+def process_limits(zygote_pid: int, libc: ctypes.CDLL) -> None:
     """No new processes, die with the zygote, and make /proc/<pid> unreadable to siblings."""
     resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-    libc = _libc()
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != zygote_pid:  # the zygote died before PDEATHSIG was armed
         os._exit(70)
     libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def no_new_privs() -> tuple[bool, str]:
-    libc = _libc()
+def no_new_privs(libc: ctypes.CDLL) -> tuple[bool, str]:
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return False, _err("prctl(PR_SET_NO_NEW_PRIVS)")
     return True, "set; exec can never gain privileges"
 
 
-def landlock(read_paths: list[str], rw_paths: list[str]) -> tuple[bool, str]:
+def landlock(read_paths: list[str], rw_paths: list[str], libc: ctypes.CDLL) -> tuple[bool, str]:
     """Read-only ``read_paths``, read-write ``rw_paths``, nothing else; TCP and signals scoped."""
-    libc = _libc()
     abi = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, 1)
     if abi < 0:
         return False, _err("landlock_create_ruleset (kernel without Landlock, or disabled)")
@@ -242,7 +248,7 @@ def patch_pid(program: bytes, pid: int) -> bytes:
     return bytes(out)
 
 
-def seccomp(program: bytes | None, note: str) -> tuple[bool, str]:
+def seccomp(program: bytes | None, note: str, libc: ctypes.CDLL) -> tuple[bool, str]:
     """Load the zygote-compiled filter with this child's pid (needs no_new_privs first)."""
     if program is None:
         return False, note
@@ -250,32 +256,27 @@ def seccomp(program: bytes | None, note: str) -> tuple[bool, str]:
         patched = patch_pid(program, os.getpid())
     except ValueError as e:
         return False, f"seccomp filter unusable: {e}"
-
-    class _Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
     buf = ctypes.create_string_buffer(patched, len(patched))
-    prog = _Prog(len(patched) // _BPF_INSN.size, ctypes.addressof(buf))
-    libc = _libc()
+    prog = _SockFprog(len(patched) // _BPF_INSN.size, ctypes.addressof(buf))
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
         return False, _err("prctl(PR_SET_SECCOMP)")
     return True, note
 
 
-def apply(plan: dict) -> list[list]:
+def apply(plan: dict, libc: ctypes.CDLL) -> list[list]:
     """Apply every layer in order; returns ``[[layer, active, reason], ...]`` for the host."""
     layers: dict[str, tuple[bool, str]] = {"namespaces": tuple(plan["namespaces"])}
     os.setsid()
     os.chdir(plan["scratch"])
     layers["rlimits"] = apply_rlimits(plan["limits"])
     layers["uid_drop"] = drop_uid(plan.get("uid"), plan.get("gid"))
-    caps = drop_capabilities()
-    process_limits(plan["zygote_pid"])
+    caps = drop_capabilities(libc)
+    process_limits(plan["zygote_pid"], libc)
     if not caps and layers["uid_drop"][0] is False and os.geteuid() == 0:
         layers["uid_drop"] = (False, layers["uid_drop"][1] + "; capabilities could not be dropped")
-    layers["no_new_privs"] = no_new_privs()
-    layers["landlock"] = landlock(plan["read_paths"], [plan["scratch"]])
-    layers["seccomp"] = seccomp(plan.get("seccomp_program"), plan.get("seccomp_note", "not compiled"))
+    layers["no_new_privs"] = no_new_privs(libc)
+    layers["landlock"] = landlock(plan["read_paths"], [plan["scratch"]], libc)
+    layers["seccomp"] = seccomp(plan.get("seccomp_program"), plan.get("seccomp_note", "not compiled"), libc)
     ways = []
     if plan.get("netns"):
         ways.append("empty network namespace")

@@ -128,14 +128,14 @@ def _namespaces(enabled: bool) -> tuple[bool, str, bool]:
     return True, f"fresh {kind} namespaces (no interfaces, not even loopback up)", True
 
 
-def _spawn(plan: dict, fds: list[int], devnull: int, harden, child) -> int:
+def _spawn(plan: dict, fds: list[int], devnull: int, libc, harden, child) -> int:
     pid = os.fork()
     if pid:
         return pid
     code = 0
     try:
-        harden.setup_descriptors(fds, devnull)
-        layers = harden.apply(plan)
+        harden.setup_descriptors(fds, devnull, libc)
+        layers = harden.apply(plan, libc)
         child.write_all(child.RESP_FD, child.frame(child.encode([child.OK, layers]), plan["cap"]))
         child.serve(plan["cap"])
     except BaseException:  # the child's last words go to its log; the host reports them
@@ -163,6 +163,8 @@ def _handle(req: dict, fds: list[int], live: set[int], released: set[int], spawn
     if op == "spawn":
         try:
             pid = spawn(req["plan"], fds)
+        except OSError as e:  # EAGAIN under a process limit: the host gets a typed error
+            return {"error": f"fork failed: {e}"}
         finally:
             for fd in fds:
                 os.close(fd)
@@ -188,8 +190,10 @@ def _serve(sock: socket.socket, devnull: int, base: dict, harden, child, msgpack
     live: set[int] = set()
     released: set[int] = set()
 
+    libc = harden.libc_handle()
+
     def spawn(plan: dict, fds: list[int]) -> int:
-        return _spawn({**plan, **base}, fds, devnull, harden, child)
+        return _spawn({**plan, **base}, fds, devnull, libc, harden, child)
 
     try:
         while True:
