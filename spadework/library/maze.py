@@ -172,5 +172,6 @@ class MazeEnv:
 
     def hint(self):
         legs = runs(shortest_path(self.grid, self.pos, self.goal))
-        return (f"The shortest route has {len(legs)} straight legs; the first is {legs[0][0]} "
-                f"{legs[0][1]}. Trace it backwards from G before you move.")
+        first = f"{legs[0][0]} {legs[0][1]}" if legs else "none: you are there"
+        return (f"The shortest route has {len(legs)} straight legs; the first is {first}. Trace it "
+                "backwards from G before you move.")

@@ -158,5 +158,6 @@ class SlidingPuzzleEnv:
 
     def hint(self):
         plan = solve(self.state)
-        return (f"The tray can be solved in {len(plan)} slides; begin with tile {plan[0]} then tile "
-                f"{plan[1]}. Place the top row first, then the left column.")
+        first = " then ".join(f"tile {t}" for t in plan[:2]) or "nothing: it is solved"
+        return (f"The tray can be solved in {len(plan)} slides; begin with {first}. Place the top "
+                "row first, then the left column.")

@@ -164,3 +164,20 @@ def test_random_legal_moves_rarely_win(game, env_class):
                 wins += terminated and reward > 0
                 break
     assert wins <= 5
+
+
+def test_hint_and_solution_hold_mid_episode(env_class):
+    """hint() works at every point of a won episode, and solution() from a mid-episode state
+    (after a wasted turn) still wins within what is left where it fits."""
+    env = env_class()
+    for seed in range(5):
+        env.reset(seed=seed)
+        for action in as_actions(env.solution()):
+            assert isinstance(env.hint(), str) and env.hint()
+            env.step(action)
+        assert isinstance(env.hint(), str) and env.hint()
+        env.reset(seed=seed)
+        env.step("\\boxed{not a move}")
+        actions = as_actions(env.solution())
+        if len(actions) <= env.max_turns - 1:
+            assert play(env, actions)[1], f"seed {seed}: solution after a wasted turn lost"
