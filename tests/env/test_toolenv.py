@@ -20,6 +20,7 @@ from spadework.env.toolenv import (
     parse_tool_calls,
     schema_error,
 )
+from spadework.env.toolenv import SUBCLASS_GUIDE
 
 # ---------------------------------------------------------------- parser: real model-style replies
 
@@ -411,3 +412,26 @@ def test_answers_match_rules():
     assert answers_match("0", "0.0") and answers_match("DONE", "done")
     assert schema_error([1, 2], {"type": "array", "maxItems": 1}) == \
         "arguments has 2 items, outside the allowed range"
+
+
+def test_the_guide_example_is_a_working_environment(monkeypatch):
+    import sys
+
+    import spadework.env.toolenv as toolenv
+
+    monkeypatch.setitem(sys.modules, "toolenv", toolenv)
+    code = SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):]
+    namespace: dict = {}
+    exec(compile(code, "<guide example>", "exec"), namespace)  # our own text
+    env = namespace["PantryEnv"](max_turns=6)
+    for seed in range(5):
+        obs, _ = env.reset(seed=seed)
+        assert "step 1 of 3" in obs and "weather()" in obs
+        replies = env.solution()
+        *_, (obs, reward, terminated, truncated, info) = [env.step(r) for r in replies]
+        assert (reward, terminated) == (1.0, True), obs
+    env.reset(seed=0)
+    assert env.step(env.solution()[-1])[1:3] == (0.0, False)
+    from spadework.env.static import check_static
+
+    assert check_static(code).class_name == "PantryEnv"
