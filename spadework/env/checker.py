@@ -92,10 +92,14 @@ class CheckConfig:
 
 
 def contract_stage(open_env: Opener, cfg: CheckConfig) -> str:
-    """Probe replies give well-formed results, and an episode of non-winning replies ends within
-    ``max_turns`` steps. Returns a summary; raises ContractError with the first violation."""
+    """hint(), when defined, gives a str; probe replies give well-formed results; an episode of
+    empty replies ends within ``max_turns`` steps. Returns a summary; raises ContractError with
+    the first violation."""
     with open_env() as env:
         do_reset(env, cfg.seed, cfg.max_obs_chars)
+        hint = call_env("hint()", env.hint)  # None when the class defines no hint()
+        if hint is not None and not isinstance(hint, str):
+            raise ContractError(f"hint() returned {short(hint)} ({type(hint).__name__}); return a str")
         probes = probe_actions(tool_names(env))
         for action in probes:
             if do_step(env, action, cfg.max_obs_chars).done:

@@ -183,6 +183,7 @@ def test_contract_accepts_numpy_booleans_and_floats(sb):
         ("0.0, False, truncated, {}", "0.0, False, truncated, None", "info is NoneType"),
         ("0.0, False, truncated, {}", "0.0, False, truncated, {'state': object()}", "cannot leave the sandbox"),
         ('return self._task(f"{guess} is {hint}.")', 'return [self._task(f"{guess} is {hint}.")]', "observation is list"),
+        ("    def solution(self):", "    def hint(self):\n        return 3\n\n    def solution(self):", "hint() returned 3 (int)"),
     ],
 )
 def test_contract_stage_on_its_own(sb, old, new, needle):
