@@ -1,29 +1,53 @@
 """Play episodes: multi-turn, batched across episodes, one sandbox handle per episode.
 
-All live episodes advance together: each turn makes one ``Policy.chat`` call for the whole batch,
-then steps every episode's environment with its parsed action. Every episode ends with a status
-(``completed``, ``truncated``, ``timeout``, ``env_error``, ``policy_error``); failures are
-recorded on the episode, never raised into the loop.
+Live episodes advance together: each turn makes one ``Policy.chat`` call for every live episode,
+then steps each episode's environment with its reply. At most ``PlayConfig.batch_size`` episodes
+are live at once (one hardened child each); a finished episode's slot goes to the next job.
+Every episode ends with a status (``completed``, ``truncated``, ``timeout``, ``env_error``,
+``policy_error``); failures are recorded on the episode, never raised into the loop.
 
-Departures from the reference, on purpose:
+Two loops share this code:
 
-- The host parses the reply (thinking stripped, the *last* complete ``\\boxed{}``) and hands the
-  environment a canonical ``\\boxed{X}``; the reference took the first brace-free box.
-- Both regret arms are built by :func:`regret_jobs` on the same seeds, the same number of times,
-  and are played with the same sampling settings and context budget.
+- games: the host parses the reply (thinking stripped, the *last* complete ``\\boxed{}``) and
+  hands the environment a canonical ``\\boxed{X}``; the observation comes back as a user message.
+- tool use: the tool schemas go to the chat template (``Conversation(tools=...)``); the reply
+  with all its ``<tool_call>`` blocks goes to ``step()``, where the environment runs the calls in
+  order (several per turn) and answers with their results. Those results come back as one
+  ``tool`` message when the tokenizer's chat template knows a ``tool`` role (Qwen-style
+  templates), else as a user message (SmolLM2's template has no tool role and ignores ``tools``;
+  the tool environments list their tools in the first observation for exactly this reason). An
+  ``<answer>`` in a reply without calls is judged by the environment and ends the episode when
+  it is accepted or out of attempts.
+
+Limits: ``max_turns`` replies; a context budget (the next prompt plus ``max_tokens`` must fit in
+``context_tokens``, measured with the policy's own template when it exposes ``prompt_ids``);
+per-step deadlines (the sandbox's ``Limits.step_seconds``, an environment that hangs is a
+``timeout`` whose error starts with ``step``, see :func:`step_timed_out`); a wall-clock budget per
+episode (``episode_seconds``, checked between turns). A policy failure on a batch is retried
+conversation by conversation, so one unrenderable conversation fails only its own episode.
+
+Departures from the reference, on purpose: both regret arms are built by :func:`regret_jobs` on
+the same seeds, the same number of times, and are played with the same sampling settings and
+context budget; a reply cut at ``max_tokens`` is still parsed (``stop_on_length`` restores the
+reference's rule of ending the episode), because small CPU models often run out of tokens after
+writing their box.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from spadework.env.actions import parse_action
-from spadework.errors import EnvError, EnvTimeout, PolicyError
+from spadework.errors import ConfigError, EnvError, EnvTimeout, PolicyError
 from spadework.seeding import derive_seed, episode_seed
 from spadework.types import Episode, EnvSource, Turn
+
+TOOL_MESSAGES = ("auto", "tool", "user")
 
 
 @dataclass(frozen=True)
@@ -31,21 +55,38 @@ class PlayConfig:
     """How episodes are played. Both arms always share one PlayConfig."""
 
     max_turns: int = 8
+    """Replies per episode; the environment is built with the same ``max_turns``."""
     max_tokens: int = 192
+    """Tokens per reply."""
     context_tokens: int = 4096
+    """Prompt plus reply must fit; an episode whose next turn would not fit is truncated."""
     temperature: float = 0.7
     top_p: float = 0.95
     top_k: int = 20
     episode_seconds: float = 600.0
+    """Wall-clock budget of one episode, policy time included; past it the episode is a timeout."""
+    batch_size: int = 64
+    """Episodes live at once (one sandbox child each, one chat row each per turn)."""
+    tool_messages: str = "auto"
+    """Tool results as ``tool`` messages, ``user`` messages, or ``auto`` (by the chat template)."""
+    stop_on_length: bool = False
+    """End an episode (truncated) when a reply hits ``max_tokens``, as the reference does."""
+    thinking: bool | None = None
+    """``enable_thinking`` for templates that have it; None keeps the template's default."""
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
-            raise ValueError(f"PlayConfig.max_turns must be >= 1, got {self.max_turns}")
+            raise ConfigError(f"PlayConfig.max_turns must be >= 1, got {self.max_turns}")
         if self.max_tokens < 1 or self.context_tokens <= self.max_tokens:
-            raise ValueError(
+            raise ConfigError(
                 "PlayConfig needs max_tokens >= 1 and context_tokens > max_tokens "
                 f"(got {self.max_tokens} and {self.context_tokens})"
             )
+        if not self.episode_seconds > 0 or self.batch_size < 1:
+            raise ConfigError("PlayConfig.episode_seconds must be > 0 and batch_size >= 1")
+        if self.tool_messages not in TOOL_MESSAGES:
+            raise ConfigError(f"PlayConfig.tool_messages must be one of {TOOL_MESSAGES}, "
+                              f"got {self.tool_messages!r}")
 
 
 @dataclass(frozen=True)
@@ -83,17 +124,51 @@ def regret_jobs(
     ]
 
 
+def step_timed_out(episode: Episode) -> bool:
+    """Whether the environment itself hung (a reset or step passed its deadline), as opposed to
+    the episode running out of wall-clock budget while the policy was generating.
+
+    A hung step is the designer's fault and costs its design the timeout reward.
+    """
+    return episode.status == "timeout" and episode.error.startswith(("step", "reset"))
+
+
 def first_message(setting: str, observation: str, hint: str | None) -> str:
     """The agent's first user message: the task, the hint (hinted arm only), the action format."""
     hint_block = f"A hint from the game's designer: {hint.strip()}\n\n" if hint else ""
     if setting == "tool-use":
         how = (
-            "Call tools with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> and give "
-            "the final result as <answer>...</answer>."
+            "Call tools with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> (several "
+            "per reply are fine) and give the final result as <answer>...</answer>."
         )
     else:
         how = "Think briefly, then give your move as \\boxed{...}."
     return f"You are playing a text game. Make valid moves to win.\n\n{hint_block}{observation}\n\n{how}"
+
+
+_TOOL_ROLE = re.compile(r"""role\s*(?:==|is\s+eq(?:ualto)?)\s*["']tool["']|["']tool["']\s*==""")
+
+
+def template_has_tool_role(template: str | None) -> bool:
+    """Whether a chat template renders ``tool`` messages on purpose (not just any role).
+
+    >>> template_has_tool_role("{% if message.role == 'tool' %}<tool_response>{% endif %}")
+    True
+    >>> template_has_tool_role("{{'<|im_start|>' + message['role'] + content}}")
+    False
+    """
+    return bool(template) and _TOOL_ROLE.search(template) is not None
+
+
+def tool_role_for(policy, cfg: PlayConfig) -> str:
+    """The role tool results are sent in for this policy: ``"tool"`` or ``"user"``."""
+    if cfg.tool_messages != "auto":
+        return cfg.tool_messages
+    declared = getattr(policy, "supports_tool_role", None)
+    if isinstance(declared, bool):
+        return "tool" if declared else "user"
+    template = getattr(getattr(policy, "tokenizer", None), "chat_template", None)
+    return "tool" if template_has_tool_role(template if isinstance(template, str) else None) else "user"
 
 
 @dataclass
@@ -111,9 +186,18 @@ class _Live:
     status: str | None = None
     error: str = ""
     started: float = field(default_factory=time.monotonic)
+    next_prompt: int = 0  # estimated tokens of the next prompt (measured when the policy can)
 
     def end(self, status: str, error: str = "") -> None:
         self.status, self.error = status, error
+        if self.handle is not None:
+            self.handle.close()  # free the child and its descriptors at once
+            self.handle = None
+
+    def conversation(self, thinking: bool | None):
+        from spadework.policy.base import Conversation
+
+        return Conversation(messages=tuple(self.messages), tools=tuple(self.tools), thinking=thinking)
 
     def record(self) -> Episode:
         return Episode(
@@ -140,20 +224,24 @@ def _start(sandbox, job: PlayJob, cfg: PlayConfig) -> _Live:
         if job.arm == "hint" and hint is None:
             hint = live.handle.hint()
         if job.env.setting == "tool-use":
-            live.tools = list(live.handle.tools())
+            live.tools = [dict(t) for t in live.handle.tools()]
     except EnvTimeout as e:
         live.end("timeout", f"reset: {e.reason}")
         return live
     except EnvError as e:
         live.end("env_error", f"load/reset: {e.reason}")
         return live
-    live.messages = [{"role": "user", "content": first_message(job.env.setting, str(obs), hint)}]
+    except (TypeError, ValueError) as e:
+        live.end("env_error", f"reset returned a malformed result: {e}")
+        return live
+    live.messages = [{"role": "user", "content": first_message(job.env.setting, str(obs),
+                                                              hint if isinstance(hint, str) else None)}]
     return live
 
 
-def _advance(live: _Live, completion, cfg: PlayConfig) -> None:
+def _advance(live: _Live, completion, cfg: PlayConfig, tool_role: str) -> None:
     parsed = parse_action(completion.text, live.job.env.setting)
-    reply, action = parsed.text, parsed.env_action
+    action = parsed.env_action
     try:
         obs, reward, terminated, truncated, _info = live.handle.step(action)
         reward = float(reward)
@@ -168,67 +256,108 @@ def _advance(live: _Live, completion, cfg: PlayConfig) -> None:
     except (TypeError, ValueError) as e:
         live.end("env_error", f"step returned a malformed result: {e}")
         return
-    live.turns.append(
-        Turn(
-            prompt_ids=tuple(completion.prompt_ids),
-            output_ids=tuple(completion.output_ids),
-            logprobs=tuple(completion.logprobs),
-            text=completion.text,
-            action=action,
-            observation=str(obs),
-            reward=reward,
-            finish_reason=completion.finish_reason,
-        )
-    )
+    obs = str(obs)
+    live.turns.append(Turn(
+        prompt_ids=tuple(completion.prompt_ids), output_ids=tuple(completion.output_ids),
+        logprobs=tuple(completion.logprobs), text=completion.text, action=action,
+        observation=obs, reward=reward, finish_reason=completion.finish_reason,
+    ))
     live.rewards.append(reward)
     live.terminated, live.truncated = bool(terminated), bool(truncated)
-    live.messages.append({"role": "assistant", "content": reply})
-    live.messages.append({"role": "user", "content": str(obs)})
-    used = len(completion.prompt_ids) + len(completion.output_ids)
+    live.messages.append({"role": "assistant", "content": parsed.text})
+    role = tool_role if parsed.tool_calls else "user"
+    live.messages.append({"role": role, "content": obs})
+    live.next_prompt = len(completion.prompt_ids) + len(completion.output_ids) + len(obs) // 3 + 16
     if live.terminated:
         live.end("completed")
-    elif live.truncated or len(live.turns) >= cfg.max_turns:
-        live.truncated = True
+    elif live.truncated:
         live.end("truncated")
-    elif used + cfg.max_tokens + len(str(obs)) // 2 > cfg.context_tokens:
+    elif len(live.turns) >= cfg.max_turns:
         live.truncated = True
-        live.end("truncated", f"context budget of {cfg.context_tokens} tokens reached")
+        live.end("truncated", f"all {cfg.max_turns} turns used")
+    elif cfg.stop_on_length and completion.finish_reason == "length":
+        live.truncated = True
+        live.end("truncated", f"the reply hit max_tokens={cfg.max_tokens}")
     elif time.monotonic() - live.started > cfg.episode_seconds:
-        live.end("timeout", f"episode passed {cfg.episode_seconds:.0f} s")
+        live.end("timeout", f"episode passed its {cfg.episode_seconds:g} s budget")
 
 
-def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int = 0) -> list[Episode]:
+def _fits(live: _Live, policy, cfg: PlayConfig, context: int) -> bool:
+    """Whether the next turn fits the context budget; ends the episode (truncated) if not."""
+    prompt_ids = getattr(policy, "prompt_ids", None)
+    if callable(prompt_ids) and live.turns:
+        try:
+            live.next_prompt = len(prompt_ids(live.conversation(cfg.thinking)))
+        except PolicyError as e:
+            live.end("policy_error", e.reason)
+            return False
+    if live.next_prompt + cfg.max_tokens > context:
+        live.truncated = True
+        live.end("truncated", f"context budget of {context} tokens reached "
+                              f"(next prompt ~{live.next_prompt} + {cfg.max_tokens} reply tokens)")
+        return False
+    return True
+
+
+def _chat(policy, lives: list[_Live], params, thinking: bool | None) -> list:
+    """One batched chat call; on PolicyError, each conversation alone, so that one bad
+    conversation fails only its own episode. Returns a completion or None per live episode."""
+    convs = [lv.conversation(thinking) for lv in lives]
+    try:
+        return list(policy.chat(convs, params))
+    except PolicyError as e:
+        if len(lives) == 1:
+            lives[0].end("policy_error", e.reason)
+            return [None]
+    out = []
+    for lv, conv in zip(lives, convs):
+        try:
+            out.append(policy.chat([conv], params)[0])
+        except PolicyError as e:
+            lv.end("policy_error", e.reason)
+            out.append(None)
+    return out
+
+
+def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int = 0,
+         progress=None) -> list[Episode]:
     """Play every job to its end and return one :class:`Episode` per job, in job order.
 
     ``policy`` follows ``spadework.policy.base.Policy``; ``sandbox`` is a started
     ``spadework.sandbox.Sandbox`` (the caller owns both). Sampling is seeded per turn from
-    (``seed``, turn index), so a rerun with the same weights replays the same episodes.
+    (``seed``, turn index) and the policy seeds each row from its place in the batch, so the
+    same jobs with the same weights replay the same episodes (a resumed stage relies on it).
+    ``progress(done, total)``, when given, is called as episodes finish.
     """
-    from spadework.policy.base import Conversation, SamplingParams
+    from spadework.policy.base import SamplingParams
 
-    lives = [_start(sandbox, job, cfg) for job in jobs]
+    context = min(cfg.context_tokens, int(getattr(policy, "context_length", cfg.context_tokens)))
+    tool_role = tool_role_for(policy, cfg)
+    queue = deque(enumerate(jobs))
+    lives: list[_Live | None] = [None] * len(jobs)
+    live: list[int] = []
+    turn = 0
     try:
-        turn = 0
-        while active := [lv for lv in lives if lv.status is None]:
-            params = SamplingParams(
-                temperature=cfg.temperature,
-                top_p=cfg.top_p,
-                top_k=cfg.top_k,
-                max_tokens=cfg.max_tokens,
-                seed=derive_seed(seed, "turn", turn),
-            )
-            convs = [Conversation(messages=tuple(lv.messages), tools=tuple(lv.tools)) for lv in active]
-            try:
-                completions = policy.chat(convs, params)
-            except PolicyError as e:
-                for lv in active:
-                    lv.end("policy_error", e.reason)
-                break
-            for lv, completion in zip(active, completions):
-                _advance(lv, completion, cfg)
-            turn += 1
+        while queue or live:
+            while queue and len(live) < cfg.batch_size:
+                i, job = queue.popleft()
+                lives[i] = _start(sandbox, job, cfg)
+                live.append(i)
+            batch = [i for i in live if lives[i].status is None and _fits(lives[i], policy, cfg, context)]
+            if batch:
+                params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p,
+                                        top_k=cfg.top_k, max_tokens=cfg.max_tokens,
+                                        seed=derive_seed(seed, "turn", turn))
+                completions = _chat(policy, [lives[i] for i in batch], params, cfg.thinking)
+                for i, completion in zip(batch, completions):
+                    if completion is not None:
+                        _advance(lives[i], completion, cfg, tool_role)
+                turn += 1
+            live = [i for i in live if lives[i].status is None]
+            if progress is not None:
+                progress(len(jobs) - len(queue) - len(live), len(jobs))
     finally:
         for lv in lives:
-            if lv.handle is not None:
+            if lv is not None and lv.handle is not None:
                 lv.handle.close()
-    return [lv.record() for lv in lives]
+    return [lv.record() for lv in lives]  # type: ignore[union-attr]

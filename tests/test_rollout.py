@@ -1,0 +1,155 @@
+"""Rollout: real starter environments in the real sandbox, driven by a scripted policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scripted_policy import ScriptedPolicy, solution_script
+
+from spadework.env.toolenv import parse_answer, parse_tool_calls
+from spadework.errors import SpadeworkError
+from spadework.library import starter_env
+from spadework.rollout import PlayConfig, PlayJob, play, regret_jobs, step_timed_out, tool_role_for
+from spadework.sandbox import Limits, Sandbox
+from spadework.types import EnvSource
+
+BAD = Path(__file__).parent / "fixtures" / "envs" / "bad"
+
+
+@pytest.fixture(scope="module")
+def sb():
+    try:
+        with Sandbox(Limits(step_seconds=1.0, load_seconds=5.0, episode_seconds=120.0)) as box:
+            yield box
+    except SpadeworkError as e:  # pragma: no cover - depends on the host
+        pytest.skip(f"no sandbox here: {e.reason}")
+
+
+def bad_env(name: str) -> EnvSource:
+    from spadework.env.contract import find_env_class
+
+    code = (BAD / f"{name}.py").read_text()
+    return EnvSource(code=code, class_name=find_env_class(code))
+
+
+def solutions_for(sb, env: EnvSource, seeds, max_turns: int) -> dict[str, list[str]]:
+    """First observation -> the winning replies, computed by the environment itself."""
+    out = {}
+    for seed in seeds:
+        with sb.load(env.code, max_turns=max_turns, class_name=env.class_name) as h:
+            obs, _ = h.reset(seed=seed)
+            sol = h.solution()
+        out[obs] = [sol] if isinstance(sol, str) else list(sol)
+    return out
+
+
+def test_games_loop_wins_with_the_solution_in_both_arms(sb):
+    env = starter_env("nim")
+    jobs = regret_jobs(env, run_seed=3, plays=2)
+    cfg = PlayConfig(max_turns=8, max_tokens=64)
+    policy = ScriptedPolicy(solution_script(solutions_for(sb, env, {j.seed for j in jobs}, 8)))
+    eps = play(policy, sb, jobs, cfg, seed=1)
+    assert [(e.arm, e.play_index) for e in eps] == [(j.arm, j.play_index) for j in jobs]
+    assert all(e.status == "completed" and e.rewards[-1] == 1.0 for e in eps), [e.error for e in eps]
+    assert eps[0].seed == eps[2].seed and eps[1].seed == eps[3].seed
+    hinted_first = [c[0].messages[0]["content"] for c in policy.calls[:1]][0]
+    assert "hint from the game's designer" in hinted_first  # env's own hint() in the hinted arm
+    turn = eps[0].turns[0]
+    assert len(turn.output_ids) == len(turn.logprobs) > 0 and turn.prompt_ids
+
+
+def test_thinking_is_stripped_before_parsing(sb):
+    env = starter_env("mastermind")
+    (obs, replies), = solutions_for(sb, env, [11], 8).items()
+    wrong = "\\boxed{0 0 0 0}"
+    policy = ScriptedPolicy(lambda c, t: f"<think>maybe {wrong}</think> I answer {replies[0]}")
+    ep, = play(policy, sb, [PlayJob(env, 11, "no_hint", 0)], PlayConfig(max_turns=3))
+    assert ep.status == "completed" and ep.rewards == (1.0,)
+    assert ep.turns[0].action == replies[0]
+
+
+def _multi_call_replies(replies: list[str]) -> list[str]:
+    """All tool calls of a solution in one reply (the environment runs them in order), then the answer."""
+    calls = [r for r in replies if parse_answer(r) is None]
+    answers = [r for r in replies if parse_answer(r) is not None]
+    assert sum(len(parse_tool_calls(r)) for r in calls) <= 8
+    return ["\n".join(calls), *answers]
+
+
+@pytest.mark.parametrize("role", ["tool", "user"])
+def test_tool_loop_runs_several_calls_per_turn(sb, role):
+    env = starter_env("tool_ledger")
+    sols = {obs: _multi_call_replies(r) for obs, r in solutions_for(sb, env, [5], 10).items()}
+    policy = ScriptedPolicy(solution_script(sols, fallback="<answer>?</answer>"))
+    cfg = PlayConfig(max_turns=10, tool_messages=role)
+    ep, = play(policy, sb, [PlayJob(env, 5, "no_hint", 0)], cfg)
+    assert ep.status == "completed" and ep.rewards[-1] == 1.0, ep.error
+    assert len(ep.turns) == 2 and len(parse_tool_calls(ep.turns[0].text)) >= 2
+    last = policy.calls[-1][0]
+    assert last.tools and last.tools[0]["type"] == "function"  # schemas go to the template
+    assert [m["role"] for m in last.messages] == ["user", "assistant", role]
+
+
+def test_tool_role_follows_the_chat_template():
+    class Tok:
+        chat_template = "{% if message.role == 'tool' %}<tool_response>{% endif %}"
+
+    class Templated(ScriptedPolicy):
+        tokenizer = Tok()
+
+    auto = PlayConfig()
+    assert tool_role_for(Templated(lambda c, t: ""), auto) == "tool"
+    assert tool_role_for(ScriptedPolicy(lambda c, t: ""), auto) == "user"
+    assert tool_role_for(ScriptedPolicy(lambda c, t: "", supports_tool_role=True), auto) == "tool"
+
+
+def test_statuses_env_error_timeout_policy_error(sb):
+    cfg = PlayConfig(max_turns=3)
+    guess = ScriptedPolicy(lambda c, t: "")
+    jobs = [PlayJob(bad_env("init_raises"), 1, "no_hint", 0),
+            PlayJob(bad_env("raises_on_empty"), 1, "no_hint", 0),
+            PlayJob(bad_env("infinite_loop_step"), 1, "no_hint", 0)]
+    eps = play(guess, sb, jobs, cfg)
+    assert [e.status for e in eps] == ["env_error", "env_error", "timeout"], [e.error for e in eps]
+    assert eps[0].error.startswith("load/reset") and eps[1].error.startswith("step")
+    assert step_timed_out(eps[2]) and not step_timed_out(eps[1])
+
+    env = starter_env("nim")
+    failing = ScriptedPolicy(lambda c, t: "\\boxed{1 1}",
+                             fail_when=lambda c: "hint from" in c.messages[0]["content"])
+    eps = play(failing, sb, regret_jobs(env, run_seed=0, plays=1), cfg)
+    assert [e.status for e in eps] == ["policy_error", "truncated"]  # one bad row fails alone
+    assert eps[0].error == "scripted failure"
+
+
+def test_truncated_by_turns_by_context_and_timeout_by_wall_clock(sb):
+    env = starter_env("mastermind")
+    nonsense = ScriptedPolicy(lambda c, t: "I am not sure.")
+    ep, = play(nonsense, sb, [PlayJob(env, 2, "no_hint", 0)], PlayConfig(max_turns=2))
+    assert ep.status == "truncated" and len(ep.turns) == 2 and ep.truncated
+
+    long_talk = ScriptedPolicy(lambda c, t: "words " * 200)
+    cfg = PlayConfig(max_turns=8, max_tokens=300, context_tokens=700)
+    ep, = play(long_talk, sb, [PlayJob(env, 2, "no_hint", 0)], cfg)
+    assert ep.status == "truncated" and "context budget" in ep.error and len(ep.turns) < 8
+
+    slow = ScriptedPolicy(lambda c, t: "\\boxed{1 2 3 4}", delay=0.3)
+    ep, = play(slow, sb, [PlayJob(env, 2, "no_hint", 0)], PlayConfig(max_turns=8, episode_seconds=0.5))
+    assert ep.status == "timeout" and "budget" in ep.error and not step_timed_out(ep)
+
+
+def test_batch_window_keeps_job_order_and_replays_identically(sb):
+    env = starter_env("mastermind")
+    jobs = regret_jobs(env, run_seed=9, plays=3)
+
+    def script(c, t):
+        return "\\boxed{" + " ".join(str((len(c.messages[-1]["content"]) + k + t) % 6 + 1)
+                                     for k in range(4)) + "}"
+
+    cfg = PlayConfig(max_turns=3, batch_size=2)
+    a = play(ScriptedPolicy(script), sb, jobs, cfg, seed=4)
+    b = play(ScriptedPolicy(script), sb, jobs, cfg, seed=4)
+    assert [(e.arm, e.play_index, e.seed) for e in a] == [(j.arm, j.play_index, j.seed) for j in jobs]
+    assert [(e.rewards, e.status, [t.action for t in e.turns]) for e in a] == \
+           [(e.rewards, e.status, [t.action for t in e.turns]) for e in b]
