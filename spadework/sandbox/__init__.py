@@ -7,8 +7,9 @@ network) and keeps one environment from disturbing another:
 - it never runs in the host process: a zygote forks one child per ``load``, which hardens itself
   before any generated code is compiled;
 - time: per-call and per-episode wall-clock deadlines (SIGKILL by pid), RLIMIT_CPU;
-- memory and disk: RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE; stdout goes to /dev/null, stderr to a
-  size-capped log file whose tail explains crashes;
+- memory and disk: RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE; the scratch dir is a size-capped
+  tmpfs in the child's own mount namespace (gone when the child dies); stdout goes to /dev/null,
+  stderr to a size-capped log file whose tail explains crashes;
 - processes: no fork, vfork, clone (threads included) or exec (seccomp, RLIMIT_NPROC=0); signals
   only to itself (seccomp argument filter, Landlock signal scoping); dies with the zygote;
 - files: Landlock allows reading the Python runtime and read-write in one scratch dir, nothing
@@ -21,9 +22,11 @@ network) and keeps one environment from disturbing another:
 
 It does not protect against: kernel exploits (seccomp default-allows the ordinary syscalls),
 side channels and timing, CPU, memory-bandwidth or page-cache contention between children and the
-host, an environment lying about its own results (the checker's job), children of one sandbox
-sharing uid 65534 (without Landlock they can read each other's scratch dirs), and, where Landlock
-is missing, reading world-readable files or /proc (``sb.isolation`` says which layers hold).
+host, an environment lying about its own results or forging its own replies (the checker's job;
+a malformed reply is a crash), children of one sandbox sharing uid 65534, and, where Landlock is
+missing, reading world-readable files or listing /proc (``sb.isolation`` says which layers hold).
+The zygote must stay alive: if it dies, its children die with it and the Sandbox must be
+restarted. Closing a handle waits for a call in flight on it (at most its deadline).
 
 Use: ``with Sandbox(Limits()) as sb:`` then ``with sb.load(code) as env:``. Handles are
 thread-safe; for asyncio use ``await env.astep(action)`` (a worker thread).

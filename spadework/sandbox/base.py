@@ -87,6 +87,11 @@ class Sandbox:
         """Start the zygote and probe the isolation layers; idempotent."""
         if self._proc is not None:
             return
+        if not sys.platform.startswith("linux"):
+            raise SandboxUnavailable(
+                f"the sandbox needs Linux (fork server, seccomp, Landlock), not {sys.platform}; "
+                "run spadework in a Linux container or VM"
+            )
         self._dir = tempfile.mkdtemp(prefix="spadework-sandbox-")
         os.chmod(self._dir, 0o711)  # an unprivileged child must reach its own scratch dir
         try:

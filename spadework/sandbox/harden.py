@@ -31,6 +31,9 @@ _SYS_LANDLOCK_ADD_RULE = 445
 _SYS_LANDLOCK_RESTRICT_SELF = 446
 _SYS_CLOSE_RANGE = 436
 _CAP_VERSION_3 = 0x20080522
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+_SCRATCH_INODES = 1024
 
 # Landlock filesystem rights (include/uapi/linux/landlock.h).
 _LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1, 2, 4, 8
@@ -85,6 +88,25 @@ def setup_descriptors(fds: list[int], devnull: int, libc: ctypes.CDLL) -> None:
     os.dup2(0, 1, inheritable=False)
     if libc.syscall(_SYS_CLOSE_RANGE, 5, 0xFFFFFFFF, 0) != 0:
         os.closerange(5, os.sysconf("SC_OPEN_MAX"))
+
+
+def scratch_quota(scratch: str, size: int, uid: int | None, gid: int | None,
+                  libc: ctypes.CDLL) -> str:
+    """Mount a size-capped tmpfs on the scratch dir in a private mount namespace.
+
+    Needs CAP_SYS_ADMIN (root, or the zygote's user namespace): the child still has it here.
+    The mount dies with the child, so nothing is left to clean up. Returns a note for the report.
+    """
+    owner = (uid, gid) if os.geteuid() == 0 and uid is not None else (os.geteuid(), os.getegid())
+    opts = f"size={size},nr_inodes={_SCRATCH_INODES},mode=0700,uid={owner[0]},gid={owner[1]}"
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        return _err("scratch not size-capped: unshare(mount namespace)")
+    if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return _err("scratch not size-capped: making mounts private")
+    if libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
+                  opts.encode()) != 0:
+        return _err("scratch not size-capped: mount tmpfs")
+    return f"scratch {size} B tmpfs ({_SCRATCH_INODES} files)"
 
 
 def apply_rlimits(limits: dict) -> tuple[bool, str]:
@@ -267,8 +289,11 @@ def apply(plan: dict, libc: ctypes.CDLL) -> list[list]:
     """Apply every layer in order; returns ``[[layer, active, reason], ...]`` for the host."""
     layers: dict[str, tuple[bool, str]] = {"namespaces": tuple(plan["namespaces"])}
     os.setsid()
-    os.chdir(plan["scratch"])
-    layers["rlimits"] = apply_rlimits(plan["limits"])
+    quota = scratch_quota(plan["scratch"], plan["limits"]["scratch_bytes"], plan.get("uid"),
+                          plan.get("gid"), libc)
+    os.chdir(plan["scratch"])  # after the mount, so the cwd is the tmpfs
+    active, reason = apply_rlimits(plan["limits"])
+    layers["rlimits"] = (active, f"{reason}; {quota}")
     layers["uid_drop"] = drop_uid(plan.get("uid"), plan.get("gid"))
     caps = drop_capabilities(libc)
     process_limits(plan["zygote_pid"], libc)

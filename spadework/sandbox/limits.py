@@ -40,6 +40,8 @@ class Limits:
     """Address space of the child (RLIMIT_AS), including the runtime it inherits (~100 MiB)."""
     file_bytes: int = 16 * _MIB
     """Largest file the child may write (RLIMIT_FSIZE), also caps its stderr log."""
+    scratch_bytes: int = 16 * _MIB
+    """Size of the child's scratch dir: a private tmpfs (memory, freed when the child dies)."""
     open_files: int = 64
     """Descriptors the child may hold (RLIMIT_NOFILE); it starts with five."""
     max_message_bytes: int = 4 * _MIB
@@ -64,6 +66,7 @@ class Limits:
         if not (isinstance(self.cpu_seconds, int) and self.cpu_seconds >= 1):
             raise ConfigError(f"Limits.cpu_seconds must be an int >= 1, got {self.cpu_seconds!r}")
         floors = {"memory_bytes": 256 * _MIB, "file_bytes": 4096, "open_files": 8,
+                  "scratch_bytes": 65536,
                   "max_message_bytes": 1024}
         for name, floor in floors.items():
             value = getattr(self, name)
@@ -88,6 +91,7 @@ class Limits:
             "cpu_seconds": self.cpu_seconds,
             "memory_bytes": self.memory_bytes,
             "file_bytes": self.file_bytes,
+            "scratch_bytes": self.scratch_bytes,
             "open_files": self.open_files,
         }
 

@@ -41,7 +41,7 @@ def sb():
 def quick_sb():
     """Short deadlines and small caps, for the tests that run into them."""
     limits = Limits(step_seconds=0.5, load_seconds=2.0, episode_seconds=5.0, cpu_seconds=1,
-                    file_bytes=1 << 20, max_message_bytes=1 << 20)
+                    file_bytes=1 << 20, scratch_bytes=2 << 20, max_message_bytes=1 << 20)
     with Sandbox(limits) as box:
         yield box
 
