@@ -1,0 +1,210 @@
+"""The curriculum: when the designer runs, which skills it exercises, which environments are played.
+
+Everything here is a pure function of explicit inputs or a frozen state object; the loop stores
+the state in the archive (``save_state("curriculum", state.to_dict())``) so that a resumed run
+makes the same choices.
+
+- **Regeneration** every ``regen_interval`` iterations (iteration 0 included): the designer writes
+  ``designs_per_regen`` environments; the accepted ones are the *fresh* set until the next
+  regeneration.
+- **Skill rotation**: each regeneration takes the next ``skills_per_regen`` skills of the setting,
+  cyclically (regeneration r starts at skill ``r * k mod n``). It advances per regeneration, not
+  per iteration: skills only matter when the designer runs, and with R = 4, k = 3, n = 6 a
+  per-iteration rotation would land on the same three skills at every regeneration.
+- **Pool**: the fresh environments first, then archived accepted environments replayed by score
+  and staleness until the pool has ``pool_size`` entries. Replay follows prioritized level replay
+  (PLR, Jiang et al. 2021): ``P = (1 - rho) * P_score + rho * P_stale`` with rank-based
+  ``P_score ~ (1 / rank) ** (1 / temperature)`` and ``P_stale ~ iteration - last_played``; picks
+  are drawn without replacement from ``derive_rng(run_seed, iteration, "pool")``. Environments
+  never played rank first (score +inf) and are the stalest, so the starter library seeds the
+  first iterations. Departure from the reference, which replaced its whole pool at every
+  regeneration and forgot the old games: we keep the good ones.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spadework.errors import ConfigError
+
+SCORES = ("blend", "learnability", "regret")
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """Cadence, skills and pool. See the module docstring for the rules."""
+
+    regen_interval: int = 4
+    """The designer runs on iterations 0, R, 2R, ..."""
+    designs_per_regen: int = 24
+    """Design slots per regeneration."""
+    skills_per_regen: int = 3
+    """Skills active per regeneration (the slots cycle through them)."""
+    pool_size: int = 24
+    """Environments played per iteration (fresh ones first, then replayed ones)."""
+    replay_temperature: float = 0.3
+    """PLR's beta: lower concentrates replay on the best-ranked environments."""
+    staleness_coef: float = 0.3
+    """PLR's rho: the weight of staleness against score."""
+    score: str = "blend"
+    """How an archived environment is ranked: its designer ``blend``, ``learnability``
+    (p * (1 - p) of its win rate), or ``regret``, from its latest plays."""
+
+    def __post_init__(self) -> None:
+        for name in ("regen_interval", "skills_per_regen", "pool_size"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ConfigError(f"CurriculumConfig.{name} must be an integer >= 1, "
+                                  f"got {getattr(self, name)!r}")
+        if not isinstance(self.designs_per_regen, int) or self.designs_per_regen < 0:
+            raise ConfigError("CurriculumConfig.designs_per_regen must be an integer >= 0 "
+                              "(0 = never design, replay the archive only)")
+        if not self.replay_temperature > 0:
+            raise ConfigError(f"CurriculumConfig.replay_temperature must be > 0, got {self.replay_temperature!r}")
+        if not 0.0 <= self.staleness_coef <= 1.0:
+            raise ConfigError(f"CurriculumConfig.staleness_coef must lie in [0, 1], got {self.staleness_coef!r}")
+        if self.score not in SCORES:
+            raise ConfigError(f"CurriculumConfig.score must be one of {SCORES}, got {self.score!r}")
+
+
+@dataclass(frozen=True)
+class CurriculumState:
+    """What the curriculum remembers between iterations: how many regenerations ran, the fresh
+    environments of the latest one, and the last pool played."""
+
+    regenerations: int = 0
+    fresh: tuple[str, ...] = ()
+    pool: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"regenerations": self.regenerations, "fresh": list(self.fresh), "pool": list(self.pool)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> CurriculumState:
+        if not d:
+            return cls()
+        return cls(int(d["regenerations"]), tuple(d["fresh"]), tuple(d["pool"]))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An archived environment that may be replayed: its score (None: never played) and the last
+    iteration it was played in (None: never)."""
+
+    env_id: str
+    score: float | None
+    last_played: int | None
+
+
+def is_regeneration(iteration: int, regen_interval: int) -> bool:
+    """Whether the designer runs in this iteration.
+
+    >>> [i for i in range(9) if is_regeneration(i, 4)]
+    [0, 4, 8]
+    """
+    return iteration % regen_interval == 0
+
+
+def active_skills(skills: Sequence[Any], regeneration: int, k: int) -> tuple[Any, ...]:
+    """The ``k`` skills of regeneration number ``regeneration`` (cyclic, no repeats within one).
+
+    >>> active_skills("abcdef", 0, 3), active_skills("abcdef", 1, 3), active_skills("abcdef", 2, 4)
+    (('a', 'b', 'c'), ('d', 'e', 'f'), ('c', 'd', 'e', 'f'))
+    >>> active_skills("ab", 5, 3)
+    ('b', 'a')
+    """
+    n = len(skills)
+    if n == 0:
+        raise ConfigError("no skills to rotate through")
+    start = (regeneration * k) % n
+    return tuple(skills[(start + j) % n] for j in range(min(k, n)))
+
+
+def env_score(kind: str, win_rate: float, regret: float | None) -> float:
+    """The replay score of an environment from its latest plays.
+
+    ``blend``: the designer's blend reward; ``learnability``: ``p * (1 - p)``; ``regret``: the
+    regret itself (0 when unknown).
+
+    >>> env_score("learnability", 0.5, None), env_score("blend", 0.5, 0.15), env_score("regret", 0.9, 0.2)
+    (0.25, 1.0, 0.2)
+    """
+    from spadework import reward
+
+    if kind == "learnability":
+        return win_rate * (1.0 - win_rate)
+    if kind == "regret":
+        return 0.0 if regret is None else float(regret)
+    if kind == "blend":
+        return reward.blend(win_rate, 0.0 if regret is None else regret)
+    raise ConfigError(f"unknown score {kind!r}; choose one of {SCORES}")
+
+
+def replay_probabilities(candidates: Sequence[Candidate], iteration: int, *,
+                         temperature: float, staleness_coef: float) -> list[float]:
+    """PLR's replay distribution ``(1 - rho) * P_score + rho * P_stale`` over the candidates.
+
+    ``P_score``: ``h_i ** (1 / temperature)`` normalised, with ``h_i = 1 / rank_i`` (rank 1 = the
+    highest score; never played ranks above everything; ties broken by env id).
+    ``P_stale``: ``(iteration - last_played_i)`` normalised, never played counting as -1; uniform
+    when every staleness is 0.
+
+    Worked example: scores 0.9, 0.5, 0.1 at temperature 1 give ``P_score = 6/11, 3/11, 2/11``;
+    last played 2, 0 and never at iteration 3 give staleness 1, 3, 4, ``P_stale = 1/8, 3/8, 4/8``;
+    with rho = 0.5: 0.3352, 0.3239, 0.3409.
+
+    >>> cs = [Candidate("a", 0.9, 2), Candidate("b", 0.5, 0), Candidate("c", 0.1, None)]
+    >>> [round(p, 4) for p in replay_probabilities(cs, 3, temperature=1.0, staleness_coef=0.5)]
+    [0.3352, 0.3239, 0.3409]
+    >>> [round(p, 4) for p in replay_probabilities(cs, 3, temperature=1.0, staleness_coef=0.0)]
+    [0.5455, 0.2727, 0.1818]
+    """
+    if not candidates:
+        return []
+    order = sorted(range(len(candidates)), key=lambda i: (
+        -math.inf if candidates[i].score is None else -candidates[i].score, candidates[i].env_id))
+    h = [0.0] * len(candidates)
+    for rank, i in enumerate(order, 1):
+        h[i] = (1.0 / rank) ** (1.0 / temperature)
+    total_h = math.fsum(h)
+    stale = [float(iteration - (-1 if c.last_played is None else c.last_played)) for c in candidates]
+    stale = [max(0.0, s) for s in stale]
+    total_s = math.fsum(stale)
+    p_stale = [s / total_s for s in stale] if total_s > 0 else [1.0 / len(stale)] * len(stale)
+    return [(1.0 - staleness_coef) * hi / total_h + staleness_coef * ps for hi, ps in zip(h, p_stale)]
+
+
+def choose_pool(fresh: Sequence[str], candidates: Sequence[Candidate], iteration: int,
+                cfg: CurriculumConfig, rng: random.Random) -> tuple[str, ...]:
+    """The environments to play: ``fresh`` first (up to ``pool_size``), then replay picks drawn
+    without replacement by :func:`replay_probabilities` (recomputed over what is left).
+
+    >>> cfg = CurriculumConfig(pool_size=3, staleness_coef=0.0, replay_temperature=0.01)
+    >>> cs = [Candidate("a", 0.1, 0), Candidate("b", 0.9, 0), Candidate("c", 0.5, 0)]
+    >>> choose_pool(["new"], cs, 1, cfg, random.Random(0))
+    ('new', 'b', 'c')
+    """
+    pool = list(dict.fromkeys(fresh))[: cfg.pool_size]
+    left = [c for c in candidates if c.env_id not in pool]
+    while len(pool) < cfg.pool_size and left:
+        probs = replay_probabilities(left, iteration, temperature=cfg.replay_temperature,
+                                     staleness_coef=cfg.staleness_coef)
+        pick = rng.choices(range(len(left)), weights=probs)[0]
+        pool.append(left.pop(pick).env_id)
+    return tuple(pool)
+
+
+def next_state(state: CurriculumState, *, regenerated: bool, fresh: Sequence[str],
+               pool: Sequence[str]) -> CurriculumState:
+    """The state after an iteration: a regeneration replaces the fresh set and counts once.
+
+    >>> s = next_state(CurriculumState(), regenerated=True, fresh=["x"], pool=["x", "y"])
+    >>> s, next_state(s, regenerated=False, fresh=[], pool=["x", "z"]).fresh
+    (CurriculumState(regenerations=1, fresh=('x',), pool=('x', 'y')), ('x',))
+    """
+    if regenerated:
+        return CurriculumState(state.regenerations + 1, tuple(fresh), tuple(pool))
+    return CurriculumState(state.regenerations, state.fresh, tuple(pool))

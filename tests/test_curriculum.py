@@ -1,0 +1,93 @@
+"""Curriculum: cadence, skill rotation, PLR replay, with worked numbers."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from spadework.curriculum import (
+    Candidate,
+    CurriculumConfig,
+    CurriculumState,
+    active_skills,
+    choose_pool,
+    env_score,
+    is_regeneration,
+    next_state,
+    replay_probabilities,
+)
+from spadework.errors import ConfigError
+from spadework.seeding import derive_rng
+from spadework.skills import skills_for
+
+
+def test_regeneration_cadence_and_rotation_cover_every_skill():
+    assert [i for i in range(12) if is_regeneration(i, 4)] == [0, 4, 8]
+    assert all(is_regeneration(i, 1) for i in range(5))
+    names = [s.name for s in skills_for("games")]
+    seen = [active_skills(names, r, 3) for r in range(4)]
+    assert seen[0] == tuple(names[:3]) and seen[1] == tuple(names[3:]) and seen[2] == seen[0]
+    assert {n for s in seen[:2] for n in s} == set(names)
+    assert active_skills(names, 1, 4) == (names[4], names[5], names[0], names[1])
+
+
+def test_replay_probabilities_worked_example():
+    cs = [Candidate("a", 0.9, 2), Candidate("b", 0.5, 0), Candidate("c", 0.1, None)]
+    p = replay_probabilities(cs, 3, temperature=1.0, staleness_coef=0.5)
+    # P_score = (1, 1/2, 1/3) / (11/6) = 6/11, 3/11, 2/11; staleness 1, 3, 4 -> 1/8, 3/8, 4/8
+    expected = [0.5 * 6 / 11 + 0.5 / 8, 0.5 * 3 / 11 + 0.5 * 3 / 8, 0.5 * 2 / 11 + 0.5 * 4 / 8]
+    assert p == pytest.approx(expected)
+    assert sum(p) == pytest.approx(1.0)
+    # temperature 0.5 squares the rank weights: (1, 1/4, 1/9) / (49/36)
+    p = replay_probabilities(cs, 3, temperature=0.5, staleness_coef=0.0)
+    assert p == pytest.approx([36 / 49, 9 / 49, 4 / 49])
+    # staleness only; all played this iteration -> uniform
+    p = replay_probabilities([Candidate("a", 0.1, 3), Candidate("b", 0.2, 3)], 3,
+                             temperature=1.0, staleness_coef=1.0)
+    assert p == pytest.approx([0.5, 0.5])
+
+
+def test_never_played_ranks_first():
+    cs = [Candidate("a", 0.99, 0), Candidate("b", None, None)]
+    p = replay_probabilities(cs, 1, temperature=1.0, staleness_coef=0.0)
+    assert p == pytest.approx([1 / 3, 2 / 3])
+
+
+def test_choose_pool_fresh_first_then_sampled_by_plr():
+    cfg = CurriculumConfig(pool_size=3, replay_temperature=1.0, staleness_coef=0.5)
+    cs = [Candidate("a", 0.9, 2), Candidate("b", 0.5, 0), Candidate("c", 0.1, None),
+          Candidate("fresh1", None, None)]
+    pool = choose_pool(["fresh1", "fresh2"], cs, 3, cfg, derive_rng(0, 3, "pool"))
+    assert pool[:2] == ("fresh1", "fresh2") and len(pool) == 3 and pool[2] in "abc"
+    assert pool == choose_pool(["fresh1", "fresh2"], cs, 3, cfg, derive_rng(0, 3, "pool"))
+    # first replay pick follows the PLR distribution
+    cfg1 = CurriculumConfig(pool_size=1, replay_temperature=1.0, staleness_coef=0.5)
+    rng = random.Random(7)
+    counts = Counter(choose_pool([], cs[:3], 3, cfg1, rng)[0] for _ in range(20000))
+    expected = replay_probabilities(cs[:3], 3, temperature=1.0, staleness_coef=0.5)
+    for name, p in zip("abc", expected):
+        assert counts[name] / 20000 == pytest.approx(p, abs=0.015)
+    # a pool larger than the archive takes everything, once
+    big = CurriculumConfig(pool_size=10)
+    assert sorted(choose_pool([], cs, 1, big, random.Random(0))) == ["a", "b", "c", "fresh1"]
+
+
+def test_scores_and_state_round_trip():
+    assert env_score("learnability", 0.3, None) == pytest.approx(0.21)
+    assert env_score("blend", 0.3, 0.3) == pytest.approx(0.6 * 0.6 + 0.4)
+    assert env_score("regret", 0.3, None) == 0.0
+    s = next_state(CurriculumState(), regenerated=True, fresh=["x"], pool=["x", "y"])
+    assert CurriculumState.from_dict(s.to_dict()) == s
+    s2 = next_state(s, regenerated=False, fresh=[], pool=["x", "z"])
+    assert s2.regenerations == 1 and s2.fresh == ("x",) and s2.pool == ("x", "z")
+    assert CurriculumState.from_dict(None) == CurriculumState()
+
+
+@pytest.mark.parametrize("kw", [{"regen_interval": 0}, {"pool_size": 0}, {"staleness_coef": 1.5},
+                                {"replay_temperature": 0}, {"score": "vibes"},
+                                {"designs_per_regen": -1}])
+def test_config_is_validated(kw):
+    with pytest.raises(ConfigError):
+        CurriculumConfig(**kw)
