@@ -13,4 +13,6 @@ from spadework.policy.base import (
 )
 from spadework.policy.registry import DEFAULT_MODEL
 
-__all__ = ["DEFAULT_MODEL", "Completion", "Conversation", "Policy", "SamplingParams", "as_conversation"]
+__all__ = [
+    "DEFAULT_MODEL", "Completion", "Conversation", "Policy", "SamplingParams", "as_conversation",
+]

@@ -87,7 +87,9 @@ def filter_logits(logits: Any, top_k: int, top_p: float) -> Any:
     return out
 
 
-def sample_tokens(logits: Any, params: SamplingParams, generators: Sequence[Any]) -> tuple[Any, Any]:
+def sample_tokens(
+    logits: Any, params: SamplingParams, generators: Sequence[Any]
+) -> tuple[Any, Any]:
     """Pick one token per row and its logprob (module convention). Row ``r`` uses ``generators[r]``.
 
     Inverse-CDF sampling with one uniform draw per row from that row's own generator, so rows
@@ -111,6 +113,8 @@ def sample_tokens(logits: Any, params: SamplingParams, generators: Sequence[Any]
 def chat_prompt_ids(tokenizer: Any, conversation: ConversationLike) -> list[int]:
     """Render a conversation with the tokenizer's chat template (tools and thinking switch
     passed through) and tokenise it, ready for the assistant's answer."""
+    from jinja2 import TemplateError
+
     conv = as_conversation(conversation)
     kwargs: dict[str, Any] = {}
     if conv.tools:
@@ -121,7 +125,7 @@ def chat_prompt_ids(tokenizer: Any, conversation: ConversationLike) -> list[int]
         text = tokenizer.apply_chat_template(
             [dict(m) for m in conv.messages], tokenize=False, add_generation_prompt=True, **kwargs
         )
-    except (ValueError, TypeError, KeyError) as e:  # jinja errors derive from these
+    except (TemplateError, ValueError, TypeError, KeyError) as e:
         raise PolicyError(f"the chat template could not render this conversation: {e}") from e
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -131,9 +135,9 @@ class HFPolicy:
 
     ``max_batch_size`` rows (conversation x sample) are generated together; more are done in
     chunks, grouped by prompt length to waste little on padding. ``context_length`` may lower the
-    model's window (to bound memory). A prompt at or over the
-    context raises ``PolicyError``; otherwise ``max_tokens`` is cut to what the context has left
-    and the completion then ends with ``finish_reason == "length"``.
+    model's window (to bound memory). A prompt at or over the context raises ``PolicyError``;
+    otherwise ``max_tokens`` is cut to what the context has left and the completion then ends
+    with ``finish_reason == "length"``.
     """
 
     def __init__(
@@ -143,7 +147,8 @@ class HFPolicy:
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
-        native = int(getattr(model.config, "max_position_embeddings", 0) or tokenizer.model_max_length)
+        cfg_len = getattr(model.config, "max_position_embeddings", 0)
+        native = int(cfg_len or tokenizer.model_max_length)
         self._context = min(context_length, native) if context_length else native
         eos = {tokenizer.eos_token_id}
         gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
@@ -163,7 +168,7 @@ class HFPolicy:
         return next(self.model.parameters()).device
 
     def prompt_ids(self, conversation: ConversationLike) -> list[int]:
-        """Token ids of the conversation rendered by the tokenizer's chat template, ready to answer."""
+        """Token ids of the conversation rendered by the chat template, ready for the answer."""
         return chat_prompt_ids(self.tokenizer, conversation)
 
     def chat(
@@ -172,7 +177,9 @@ class HFPolicy:
         """Sample ``params.n`` completions per conversation; see ``Policy.chat``."""
         return self.generate_ids([self.prompt_ids(c) for c in conversations], params)
 
-    def generate_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[Completion]:
+    def generate_ids(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+    ) -> list[Completion]:
         """Continue raw token-id prompts (no template); same ordering and errors as ``chat``."""
         prompts = [list(p) for p in prompts]
         for i, p in enumerate(prompts):

@@ -1,4 +1,4 @@
-"""A ``Policy`` over any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, ``spadework serve``).
+"""A ``Policy`` over an OpenAI-compatible server (vLLM, SGLang, llama.cpp, ``spadework serve``).
 
 Two modes:
 
@@ -95,7 +95,9 @@ class OpenAIPolicy:
             futures = [pool.submit(self._request, "POST", path, b) for b in bodies]
             _, pending = wait(futures, timeout=deadline)
             if pending:
-                raise PolicyError(f"{len(pending)} requests to {self.base_url} passed {deadline:.0f} s")
+                raise PolicyError(
+                    f"{len(pending)} requests to {self.base_url} passed {deadline:.0f} s"
+                )
             replies = [f.result() for f in futures]
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -169,7 +171,9 @@ class OpenAIPolicy:
         return [self._completion(c, prompt_ids, prompt_from) for c in
                 sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)]
 
-    def _prompt_ids(self, conv: Any, body: dict[str, Any], reply: dict[str, Any]) -> tuple[tuple[int, ...], str]:
+    def _prompt_ids(
+        self, conv: Any, body: dict[str, Any], reply: dict[str, Any]
+    ) -> tuple[tuple[int, ...], str]:
         if self.mode == "completions":
             return tuple(body["prompt"]), "model"
         ids = reply.get("prompt_token_ids")

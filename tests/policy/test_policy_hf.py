@@ -131,3 +131,10 @@ def test_rows_that_finish_early_leave_the_batch_without_disturbing_the_rest(hf_p
     for t, a in zip(together, alone):
         assert t.output_ids == a.output_ids
         assert max(abs(x - y) for x, y in zip(t.logprobs, a.logprobs)) < LOGPROB_TOL
+
+
+def test_a_template_that_refuses_a_conversation_is_a_policy_error(hf_policy):
+    tok = copy.deepcopy(hf_policy.tokenizer)
+    tok.chat_template = "{{ raise_exception('system messages are not supported') }}"
+    with pytest.raises(PolicyError, match="system messages are not supported"):
+        HFPolicy(hf_policy.model, tok).chat(["hi"], SamplingParams(max_tokens=2))
