@@ -1,0 +1,224 @@
+"""Batch assembly: episodes and designer attempts become training samples with advantages.
+
+One assistant turn is one :class:`Sample`: its full prompt ids, its output ids, the logprobs
+the sampler gave those output ids (``spadework.policy.base`` convention: raw model at the
+sampling temperature), and one scalar advantage that every output token of the turn carries.
+The learner builds ``prompt_ids + output_ids`` sequences and masks the loss to the output part.
+
+Agent advantages (``agent_samples``): ``group_zscore`` of the episode returns within each
+``(env_id, arm)`` group, every turn of an episode carrying its episode's advantage. By default
+only the ``"no_hint"`` arm is trained on, as in the reference (its hinted plays only measure
+``r_hint``): a hinted prompt holds privileged information the agent never has at test time,
+and rewarding it would teach the agent to rely on hints. Passing ``arms=ARMS`` trains on both,
+each arm z-scored in its own group so the hinted arm's higher returns do not become the
+unhinted arm's baseline. Episodes that ended in ``env_error`` or ``timeout`` (the environment
+failed or was too slow) or ``policy_error`` are left out of both the groups and the samples: they
+say nothing about the agent's play.
+
+Designer advantages (``designer_samples``): the credited reward of each attempt, either centred
+per skill and multiplied by ``scale`` (the reference's scheme; ``reference_designer_scale``
+gives its ``min(n_agent / n_designer * regen, 50)``), or z-scored per skill.
+
+Turns and attempts with no output tokens, or whose logprobs do not match their output ids one
+for one, cannot be trained on; they are dropped and counted in :class:`Assembly.dropped`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from spadework.reward import center_by_group, episode_return, group_zscore
+from spadework.types import ARMS, Episode
+
+if TYPE_CHECKING:
+    from spadework.archive.records import DesignAttempt
+
+ROLES = ("agent", "designer")
+#: Episode statuses whose plays are trained on (the others are the environment's or sampler's fault).
+TRAINABLE_STATUSES = ("completed", "truncated")
+SCHEMES = ("center_scale", "zscore")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sampled completion to train on.
+
+    ``key`` names where it came from (for logging and for ``Archive.mark_trained``); the learner
+    does not read it.
+
+    >>> Sample("agent", (1, 2), (3,), (-0.5,), 1.0).n_tokens
+    1
+    >>> Sample("agent", (1,), (3, 4), (-0.5,), 1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: 2 output ids but 1 logprobs
+    """
+
+    role: str
+    prompt_ids: tuple[int, ...]
+    output_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    advantage: float
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
+        if not self.prompt_ids:
+            raise ValueError("prompt_ids is empty; a sample needs a prompt to condition on")
+        if not self.output_ids:
+            raise ValueError("output_ids is empty; there is nothing to train on")
+        if len(self.output_ids) != len(self.logprobs):
+            raise ValueError(f"{len(self.output_ids)} output ids but {len(self.logprobs)} logprobs")
+        if not math.isfinite(self.advantage):
+            raise ValueError(f"advantage must be finite, got {self.advantage!r}")
+        if not all(math.isfinite(lp) and lp <= 1e-3 for lp in self.logprobs):
+            raise ValueError("logprobs must be finite and <= 0 (log-probabilities)")
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.output_ids)
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """Samples plus what was left out and why (reason -> count)."""
+
+    samples: tuple[Sample, ...]
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+def _trainable(prompt_ids: Sequence[int], output_ids: Sequence[int],
+               logprobs: Sequence[float]) -> str:
+    """'' when a (prompt, output, logprobs) triple can be trained on, else the reason it cannot."""
+    if not output_ids:
+        return "no_output_tokens"
+    if not prompt_ids:
+        return "no_prompt_tokens"
+    if len(logprobs) != len(output_ids):
+        return "logprobs_mismatch"
+    if not all(math.isfinite(lp) and lp <= 1e-3 for lp in logprobs):
+        return "bad_logprobs"
+    return ""
+
+
+def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hint",),
+                   eps: float = 1e-8) -> Assembly:
+    """Agent samples with per-(env, arm) z-scored returns; see the module docstring.
+
+    >>> from spadework.types import Turn
+    >>> def ep(i, r):
+    ...     t = Turn((1, 2), (5, 6), (-0.1, -0.2), "", "", "", r, "stop")
+    ...     return Episode("e", "no_hint", i, i, (t,), (r,), True, False, "completed")
+    >>> a = agent_assembly([ep(0, 1.0), ep(1, 0.0), ep(2, 0.0), ep(3, 1.0)])
+    >>> [round(s.advantage, 6) for s in a.samples]
+    [1.0, -1.0, -1.0, 1.0]
+    """
+    unknown = set(arms) - set(ARMS)
+    if unknown:
+        raise ValueError(f"unknown arms {sorted(unknown)}; choose from {ARMS}")
+    dropped: Counter[str] = Counter()
+    groups: dict[Hashable, list[Episode]] = {}
+    for e in episodes:
+        if e.arm not in arms:
+            dropped[f"arm_{e.arm}"] += 1
+        elif e.status not in TRAINABLE_STATUSES:
+            dropped[f"episode_{e.status}"] += 1
+        else:
+            groups.setdefault((e.env_id, e.arm), []).append(e)
+    samples: list[Sample] = []
+    for (env_id, arm), members in groups.items():
+        returns = [episode_return(e.rewards, e.terminated) for e in members]
+        for e, adv in zip(members, group_zscore(returns, eps), strict=True):
+            for t_index, t in enumerate(e.turns):
+                why = _trainable(t.prompt_ids, t.output_ids, t.logprobs)
+                if why:
+                    dropped[why] += 1
+                    continue
+                samples.append(Sample(
+                    "agent", tuple(t.prompt_ids), tuple(t.output_ids), tuple(t.logprobs), adv,
+                    key=f"{env_id[:12]}/{arm}/{e.play_index}/{t_index}",
+                ))
+    return Assembly(tuple(samples), dict(dropped))
+
+
+def agent_samples(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hint",)) -> list[Sample]:
+    """The samples of :func:`agent_assembly` (use that to see what was dropped)."""
+    return list(agent_assembly(episodes, arms=arms).samples)
+
+
+def reference_designer_scale(n_agent: int, n_designer: int, regen_interval: int,
+                             cap: float = 50.0) -> float:
+    """The reference's designer reward scale: ``min(n_agent / n_designer * regen, cap)``, 1 if a
+    count is 0.
+
+    It makes the few designer samples weigh about as much as the many agent samples in a
+    token-summed loss (recipes: 192 / 24 * 4 = 32).
+
+    >>> reference_designer_scale(192, 24, 4)
+    32.0
+    >>> reference_designer_scale(0, 24, 4), reference_designer_scale(1000, 2, 4)
+    (1.0, 50.0)
+    """
+    if n_agent <= 0 or n_designer <= 0:
+        return 1.0
+    return float(min(n_agent / n_designer * regen_interval, cap))
+
+
+def designer_assembly(attempts: Sequence[DesignAttempt], *, scheme: str = "center_scale",
+                      scale: float = 1.0, eps: float = 1e-8) -> Assembly:
+    """Designer samples from credited attempts; see the module docstring.
+
+    Attempts are grouped by skill (``None`` is a group of its own). ``center_scale``:
+    ``(r - mean_skill(r)) * scale``; ``zscore``: ``(r - mean) / (std + eps)`` per skill.
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    if not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
+    dropped: Counter[str] = Counter()
+    kept: list[DesignAttempt] = []
+    for a in attempts:
+        why = "no_reward" if a.reward is None else _trainable(a.prompt_ids, a.output_ids, a.logprobs)
+        if why:
+            dropped[why] += 1
+        else:
+            kept.append(a)
+    rewards = [float(a.reward) for a in kept]  # type: ignore[arg-type]
+    skills = [a.skill for a in kept]
+    if scheme == "center_scale":
+        advantages = [c * scale for c in center_by_group(rewards, skills)]
+    else:
+        advantages = [0.0] * len(kept)
+        for skill in set(skills):
+            idx = [i for i, s in enumerate(skills) if s == skill]
+            for i, z in zip(idx, group_zscore([rewards[i] for i in idx], eps), strict=True):
+                advantages[i] = z
+    samples = tuple(
+        Sample("designer", tuple(a.prompt_ids), tuple(a.output_ids), tuple(a.logprobs), adv,
+               key="{}/{}/{}".format(*a.key))
+        for a, adv in zip(kept, advantages, strict=True)
+    )
+    return Assembly(samples, dict(dropped))
+
+
+def designer_samples(attempts: Sequence[DesignAttempt], *, scheme: str = "center_scale",
+                     scale: float = 1.0) -> list[Sample]:
+    """The samples of :func:`designer_assembly` (use that to see what was dropped)."""
+    return list(designer_assembly(attempts, scheme=scheme, scale=scale).samples)
+
+
+def attempt_key(sample: Sample) -> tuple[int, int, int]:
+    """The archive key ``(iteration, slot, attempt)`` of a designer sample, for ``mark_trained``.
+
+    >>> attempt_key(Sample("designer", (1,), (2,), (-0.1,), 0.0, key="3/0/1"))
+    (3, 0, 1)
+    """
+    if sample.role != "designer":
+        raise ValueError(f"only designer samples have an attempt key, got role {sample.role!r}")
+    it, slot, att = (int(x) for x in sample.key.split("/"))
+    return (it, slot, att)

@@ -1,0 +1,128 @@
+"""Learner checkpoints: trainable weights, optimizer state and RNG streams, restored exactly.
+
+A checkpoint is a folder::
+
+    trainable.safetensors   every trainable parameter by name (the LoRA matrices, or all weights)
+    optimizer.pt            AdamW state (moments, step counts, hyper-parameters)
+    rng.pt                  python ``random``, numpy's global and torch's CPU (and CUDA) states
+    adapter/                (LoRA only) the adapter in peft's format, for servers such as vLLM
+    learner.json            step count and the config; written last, so its presence marks a
+                            complete checkpoint
+
+Load restores into a learner built with the same adapter shape (``lora``, ``lora_r``,
+``lora_alpha``, ``target_modules``); other settings (lr, clip, ...) may change between runs.
+Everything is read with ``weights_only=True``: a checkpoint is data, never code. The run loop owns
+the rest of a run's state (curriculum, designer buffer live in the archive).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from spadework.errors import ArchiveError, ConfigError
+
+MARKER = "learner.json"
+#: Config fields that fix the shape of the trainable parameters.
+SHAPE_FIELDS = ("lora", "lora_r", "lora_alpha", "target_modules")
+
+
+def rng_state() -> dict[str, Any]:
+    """The global RNG states as tensors and plain values (loadable with ``weights_only``)."""
+    import numpy as np
+    import torch
+
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    state = {
+        "python": random.getstate(),
+        "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(gauss)),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Inverse of :func:`rng_state`."""
+    import numpy as np
+    import torch
+
+    py = state["python"]
+    random.setstate((py[0], tuple(py[1]), py[2]))
+    kind, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_learner(learner: Any, directory: Path) -> Path:
+    """Write ``learner``'s checkpoint into ``directory`` (created; files replaced atomically)."""
+    import torch
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    marker = directory / MARKER
+    if marker.exists():
+        marker.unlink()  # the folder is incomplete until the new marker is written
+    tensors = {n: t.to("cpu").contiguous() for n, t in learner.trainable_state().items()}
+    _atomic(directory / "trainable.safetensors", lambda p: save_file(tensors, str(p)))
+    _atomic(directory / "optimizer.pt", lambda p: torch.save(learner.optimizer.state_dict(), p))
+    _atomic(directory / "rng.pt", lambda p: torch.save(rng_state(), p))
+    if learner.cfg.lora:
+        learner.save_adapter(directory / "adapter")
+    meta = {"steps": learner.steps, "config": asdict(learner.cfg)}
+    _atomic(marker, lambda p: p.write_text(json.dumps(meta, indent=1)))
+    return directory
+
+
+def load_learner(learner: Any, directory: Path) -> None:
+    """Restore a checkpoint into ``learner``; raises ``ArchiveError`` / ``ConfigError`` with why."""
+    import torch
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    marker = directory / MARKER
+    if not marker.is_file():
+        raise ArchiveError(f"{directory} holds no complete learner checkpoint ({MARKER} missing)")
+    meta = json.loads(marker.read_text())
+    saved, now = meta["config"], asdict(learner.cfg)
+    for name in SHAPE_FIELDS:
+        if _norm(saved.get(name)) != _norm(now[name]):
+            raise ConfigError(f"checkpoint has {name}={saved.get(name)!r} but this learner has "
+                              f"{now[name]!r}; build the learner with the checkpoint's value")
+    try:
+        tensors = load_file(str(directory / "trainable.safetensors"))
+        opt_state = torch.load(directory / "optimizer.pt", weights_only=True)
+        rng = torch.load(directory / "rng.pt", weights_only=True)
+    except (OSError, SafetensorError, RuntimeError) as e:
+        raise ArchiveError(f"cannot read checkpoint files in {directory}: {e}") from e
+    params = dict((n, p) for n, p in learner.model.named_parameters() if p.requires_grad)
+    if set(params) != set(tensors):
+        missing, extra = sorted(set(params) - set(tensors)), sorted(set(tensors) - set(params))
+        raise ArchiveError(f"checkpoint parameters differ from the model's: missing {missing[:3]}, "
+                           f"unexpected {extra[:3]}")
+    with torch.no_grad():
+        for name, p in params.items():
+            p.copy_(tensors[name].to(device=p.device, dtype=p.dtype))
+    learner.optimizer.load_state_dict(opt_state)
+    for group in learner.optimizer.param_groups:  # this run's settings win over the saved ones
+        group.update(lr=learner.cfg.lr, betas=learner.cfg.betas,
+                     weight_decay=learner.cfg.weight_decay, eps=learner.cfg.adam_eps)
+    set_rng_state(rng)
+    learner.steps = int(meta["steps"])
+
+
+def _norm(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _atomic(path: Path, write: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)

@@ -1,0 +1,96 @@
+"""Moving the learner's weights to the sampler.
+
+``WeightSync.push(learner)`` is called by the loop after each learner step and before the next
+sampling. Two implementations:
+
+- :class:`InProcessSync`: the sampler *is* the learner's module (``HFPolicy.model`` was wrapped
+  in place), so nothing moves; ``push`` only checks that this is still true.
+- :class:`VLLMLoraSync`: a vLLM server with runtime LoRA loading (start it with
+  ``--enable-lora --max-lora-rank R`` and the environment variable
+  ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``). ``push`` saves the adapter to
+  ``<adapter_dir>/<prefix>-<step>`` (a folder the *server* must be able to read: same machine or
+  a shared file system), POSTs ``/v1/load_lora_adapter``, points the given ``OpenAIPolicy`` at the
+  new adapter name, then unloads the previous adapter. Full fine-tuning has no adapter; a server
+  then needs a restart on the saved model, which this module does not do.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from spadework.errors import ConfigError, PolicyError
+
+
+@runtime_checkable
+class WeightSync(Protocol):
+    """Makes the sampler use the learner's current weights. ``push`` returns only when the next
+    sampling call will see them, and raises ``PolicyError`` when it cannot."""
+
+    def push(self, learner: Any) -> None: ...
+
+
+class InProcessSync:
+    """For a learner that trains the sampler's own module (``HFPolicy``)."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+
+    def push(self, learner: Any) -> None:
+        if self.policy.model is not learner.model:
+            raise PolicyError("the policy samples from a different module than the learner trains; "
+                              "build the Learner on this policy (it wraps policy.model in place)")
+
+
+class VLLMLoraSync:
+    """Loads each new LoRA adapter into a running vLLM server; see the module docstring.
+
+    ``policy``: an ``OpenAIPolicy`` (or anything with a ``model`` attribute) whose model name is
+    switched to the newly loaded adapter after each push.
+    """
+
+    def __init__(self, base_url: str, adapter_dir: str | Path, *, prefix: str = "spadework",
+                 policy: Any = None, api_key: str | None = None, timeout_s: float = 120.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        if self.base_url.endswith("/v1"):
+            self.base_url = self.base_url[: -len("/v1")]
+        self.adapter_dir = Path(adapter_dir)
+        self.prefix = prefix
+        self.policy = policy
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+        self.loaded: str | None = None
+
+    def push(self, learner: Any) -> None:
+        if not learner.cfg.lora:
+            raise ConfigError("VLLMLoraSync needs a LoRA learner (lora=True); a full fine-tune has "
+                              "no adapter to load")
+        name = f"{self.prefix}-{learner.steps}"
+        folder = learner.save_adapter(self.adapter_dir / name).resolve()
+        self._post("/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(folder)})
+        previous, self.loaded = self.loaded, name
+        if self.policy is not None:
+            self.policy.model = name
+        if previous is not None and previous != name:
+            self._post("/v1/unload_lora_adapter", {"lora_name": previous})
+
+    def _post(self, path: str, body: dict[str, Any]) -> str:
+        url = self.base_url + path
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers,
+                                     method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                return resp.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as e:
+            detail = e.read()[:500].decode("utf-8", "replace")
+            hint = (" (is the server started with --enable-lora and "
+                    "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True?)" if e.code in (400, 404) else "")
+            raise PolicyError(f"HTTP {e.code} from {url}: {detail}{hint}") from e
+        except (urllib.error.URLError, OSError) as e:
+            raise PolicyError(f"cannot reach {url}: {getattr(e, 'reason', e)}") from e

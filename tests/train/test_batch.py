@@ -1,0 +1,91 @@
+"""Batch assembly: which turns become samples, with which advantages, and what is dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+from spadework.archive.records import DesignAttempt
+from spadework.train.batch import (
+    Sample,
+    agent_assembly,
+    attempt_key,
+    designer_assembly,
+    designer_samples,
+)
+from spadework.types import ARMS, Episode, Turn
+
+
+def turn(out=(5, 6), lps=(-0.1, -0.2)):
+    return Turn((1, 2, 3), tuple(out), tuple(lps), "t", "a", "o", 0.0, "stop")
+
+
+def episode(env, arm, i, ret, *, turns=2, status="completed", terminated=True):
+    return Episode(env, arm, i, i, tuple(turn() for _ in range(turns)), (0.0, ret), terminated,
+                   not terminated, status)
+
+
+def test_agent_zscore_per_env_and_every_turn_carries_the_episode_advantage():
+    eps = [episode("a", "no_hint", 0, 1.0), episode("a", "no_hint", 1, 0.0),
+           episode("b", "no_hint", 0, 0.5, turns=1), episode("b", "no_hint", 1, 0.5, turns=1)]
+    got = agent_assembly(eps)
+    advs = [round(s.advantage, 6) for s in got.samples]
+    assert advs == [1.0, 1.0, -1.0, -1.0, 0.0, 0.0]  # env b: equal returns, nothing to learn
+    assert all(s.role == "agent" for s in got.samples)
+    assert got.samples[0].prompt_ids == (1, 2, 3) and got.samples[0].output_ids == (5, 6)
+    assert got.dropped == {}
+
+
+def test_hint_arm_left_out_by_default_and_grouped_apart_when_included():
+    eps = [episode("a", "hint", 0, 1.0), episode("a", "hint", 1, 1.0),
+           episode("a", "no_hint", 0, 1.0), episode("a", "no_hint", 1, 0.0)]
+    default = agent_assembly(eps)
+    assert {s.key.split("/")[1] for s in default.samples} == {"no_hint"}
+    assert default.dropped == {"arm_hint": 2}
+    both = agent_assembly(eps, arms=ARMS)
+    hint_adv = [s.advantage for s in both.samples if "/hint/" in s.key]
+    # the hinted group's returns are all 1: its own z-score is 0 (pooled with no_hint it would be > 0)
+    assert hint_adv == [0.0] * 4
+    with pytest.raises(ValueError, match="unknown arms"):
+        agent_assembly(eps, arms=("hinted",))
+
+
+def test_failed_episodes_and_untrainable_turns_are_dropped_and_counted():
+    bad_turns = Episode("a", "no_hint", 2, 2, (turn(out=(), lps=()), turn(lps=(-0.1,))),
+                        (0.0,), True, False, "completed")
+    eps = [episode("a", "no_hint", 0, 1.0), episode("a", "no_hint", 1, 0.0, terminated=False,
+                                                    status="truncated"),
+           episode("a", "no_hint", 3, 1.0, status="env_error"),
+           episode("a", "no_hint", 4, 1.0, status="timeout"), bad_turns]
+    got = agent_assembly(eps)
+    assert got.dropped == {"episode_env_error": 1, "episode_timeout": 1, "no_output_tokens": 1,
+                           "logprobs_mismatch": 1}
+    # returns in the group: 1.0, 0.0 (truncated scores 0), 0.0 (bad_turns: last reward 0.0)
+    assert len(got.samples) == 4
+
+
+def attempt(slot, skill, reward, out=(7, 8)):
+    return DesignAttempt(iteration=3, slot=slot, attempt=0, skill=skill, setting="games",
+                         doc_id=None, messages=(), reply="", prompt_ids=(1, 2), output_ids=out,
+                         logprobs=tuple(-0.5 for _ in out), outcome="accepted", reward=reward)
+
+
+def test_designer_center_scale_and_zscore_per_skill():
+    atts = [attempt(0, "logic", 1.0), attempt(1, "logic", 0.0), attempt(2, "math", 0.25),
+            attempt(3, "math", None), attempt(4, None, 0.7, out=())]
+    got = designer_assembly(atts, scale=32.0)
+    assert [s.advantage for s in got.samples] == [16.0, -16.0, 0.0]
+    assert got.dropped == {"no_reward": 1, "no_output_tokens": 1}
+    assert [attempt_key(s) for s in got.samples] == [(3, 0, 0), (3, 1, 0), (3, 2, 0)]
+    z = designer_samples(atts[:3], scheme="zscore")
+    assert [round(s.advantage, 6) for s in z] == [1.0, -1.0, 0.0]
+    with pytest.raises(ValueError, match="scheme"):
+        designer_samples(atts, scheme="rank")
+
+
+def test_sample_rejects_what_cannot_be_trained():
+    with pytest.raises(ValueError, match="output_ids is empty"):
+        Sample("agent", (1,), (), (), 0.0)
+    with pytest.raises(ValueError, match="role"):
+        Sample("critic", (1,), (2,), (-0.1,), 0.0)
+    with pytest.raises(ValueError, match="advantage"):
+        Sample("agent", (1,), (2,), (-0.1,), float("nan"))

@@ -1,0 +1,146 @@
+"""The learner on a tiny real Llama: maths invariances, LoRA in place, sync, checkpoints."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from spadework.errors import ArchiveError, ConfigError
+from spadework.policy.hf import teacher_forced_logprobs
+from spadework.train import Learner, Sample, TrainConfig
+from tests.train.conftest import make_tiny_policy
+
+
+def samples_for(policy, n=6, seed=1):
+    """Mixed-length samples whose logprobs are the model's own (on-policy), advantages +-1."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        prompt = tuple(rng.randrange(2, 64) for _ in range(rng.randrange(3, 12)))
+        output = tuple(rng.randrange(2, 64) for _ in range(rng.randrange(2, 9)))
+        lps = tuple(teacher_forced_logprobs(policy.model, prompt, output, 1.0))
+        out.append(Sample("agent" if i % 3 else "designer", prompt, output, lps,
+                          1.0 if i % 2 else -1.0, key=str(i)))
+    return out
+
+
+def lora_state(learner):
+    return {n: t.clone() for n, t in learner.trainable_state().items()}
+
+
+def max_diff(a, b):
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+def test_on_policy_first_step_has_unit_ratios_despite_padding(tiny_policy):
+    learner = Learner(tiny_policy, TrainConfig(micro_batch_size=4))
+    stats = learner.step(samples_for(tiny_policy))
+    assert abs(stats["sample_ratio_mean"] - 1) < 1e-5 and stats["sample_ratio_max"] < 1 + 1e-4
+    assert stats["clip_frac"] == 0.0 and stats["ratio_mean"] == 1.0
+    assert stats["samples"] == 6 and stats["samples_designer"] == 2
+    assert stats["grad_norm"] > 0 and stats["entropy"] > 0
+
+
+@pytest.mark.parametrize("aggregation", ["token", "sequence"])
+def test_micro_batching_does_not_change_the_update(aggregation):
+    updates = []
+    for mbs in (1, 4, 16):
+        policy = make_tiny_policy()
+        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=mbs, aggregation=aggregation))
+        before = lora_state(learner)
+        stats = learner.step(samples_for(policy))
+        after = lora_state(learner)
+        updates.append(({k: after[k] - before[k] for k in after}, stats["loss"]))
+    for delta, loss in updates[1:]:
+        assert max_diff(delta, updates[0][0]) < 1e-6
+        assert loss == pytest.approx(updates[0][1], abs=1e-6)
+
+
+def test_lora_trains_in_place_and_the_sampler_sees_it(tiny_policy):
+    base = {n: p.detach().clone() for n, p in tiny_policy.model.named_parameters()}
+    prompt, output = (5, 9, 11, 3), (7, 7, 20)
+    lp0 = teacher_forced_logprobs(tiny_policy.model, prompt, output, 1.0)
+    learner = Learner(tiny_policy, TrainConfig(lr=1e-2))
+    assert tiny_policy.model is learner.model  # wrapped in place
+    assert teacher_forced_logprobs(tiny_policy.model, prompt, output, 1.0) == pytest.approx(lp0, abs=1e-6)
+    for _ in range(3):
+        learner.step(samples_for(tiny_policy))
+    lp1 = teacher_forced_logprobs(tiny_policy.model, prompt, output, 1.0)
+    assert max(abs(a - b) for a, b in zip(lp0, lp1)) > 1e-3
+    after = {n.replace("base_model.model.", "").replace(".base_layer", ""): p
+             for n, p in tiny_policy.model.named_parameters() if "lora_" not in n}
+    assert all(float((after[n] - base[n]).abs().max()) == 0.0 for n in base)  # base frozen
+
+
+def test_positive_advantage_raises_its_tokens_probability(tiny_policy):
+    s = samples_for(tiny_policy, n=1)[0]
+    good = Sample("agent", s.prompt_ids, s.output_ids, s.logprobs, 1.0)
+    learner = Learner(tiny_policy, TrainConfig(lr=1e-2))
+    for _ in range(3):
+        learner.step([good])
+    after = teacher_forced_logprobs(tiny_policy.model, s.prompt_ids, s.output_ids, 1.0)
+    assert sum(after) > sum(s.logprobs) + 0.1
+
+
+def test_full_fine_tuning_moves_every_weight():
+    policy = make_tiny_policy()
+    before = {n: p.detach().clone() for n, p in policy.model.named_parameters()}
+    learner = Learner(policy, TrainConfig(lora=False, lr=1e-3))
+    learner.step(samples_for(policy))
+    moved = [n for n, p in policy.model.named_parameters() if float((p.detach() - before[n]).abs().max()) > 0]
+    assert "model.layers.0.self_attn.q_proj.weight" in moved and len(moved) >= len(before) - 6
+
+
+@pytest.mark.parametrize("lora", [True, False])
+def test_kl_to_the_reference_starts_at_zero_and_grows(lora):
+    policy = make_tiny_policy()
+    learner = Learner(policy, TrainConfig(lora=lora, lr=1e-2 if lora else 1e-3, kl_coef=0.1))
+    batch = samples_for(policy)
+    first = learner.step(batch)
+    assert first["kl"] == pytest.approx(0.0, abs=1e-9)
+    learner.step(batch)
+    assert learner.step(batch)["kl"] > 1e-6
+
+
+def test_checkpoint_round_trip_reproduces_the_next_step(tmp_path):
+    cfg = TrainConfig(lr=1e-2)
+    policy = make_tiny_policy()
+    learner = Learner(policy, cfg)
+    batches = [samples_for(policy, seed=s) for s in (1, 2, 3)]
+    learner.step(batches[0])
+    learner.save(tmp_path / "ckpt")
+    rng_after_save = (random.random(), np.random.rand())
+    learner.step(batches[1])
+    x = lora_state(learner)
+    lp_x = teacher_forced_logprobs(policy.model, (4, 5, 6), (7, 8), 1.0)
+
+    other = make_tiny_policy()
+    fresh = Learner(other, cfg)
+    fresh.load(tmp_path / "ckpt")
+    assert fresh.steps == 1
+    assert (random.random(), np.random.rand()) == rng_after_save
+    fresh.step(batches[1])
+    assert max_diff(lora_state(fresh), x) < 1e-6
+    assert teacher_forced_logprobs(other.model, (4, 5, 6), (7, 8), 1.0) == pytest.approx(lp_x, abs=1e-6)
+    assert (tmp_path / "ckpt" / "adapter" / "adapter_config.json").is_file()
+
+
+def test_checkpoint_refuses_mismatched_or_incomplete(tmp_path):
+    learner = Learner(make_tiny_policy(), TrainConfig())
+    learner.save(tmp_path / "c")
+    with pytest.raises(ConfigError, match="lora_r"):
+        Learner(make_tiny_policy(), TrainConfig(lora_r=4)).load(tmp_path / "c")
+    (tmp_path / "c" / "learner.json").unlink()
+    with pytest.raises(ArchiveError, match="learner.json"):
+        learner.load(tmp_path / "c")
+
+
+def test_config_errors_say_what_to_set():
+    with pytest.raises(ConfigError, match="aggregation"):
+        TrainConfig(aggregation="mean")
+    with pytest.raises(ConfigError, match="target_modules"):
+        Learner(make_tiny_policy(), TrainConfig(target_modules=("no_such_layer",)))
+    with pytest.raises(ValueError, match="at least one"):
+        Learner(make_tiny_policy(), TrainConfig()).step([])
