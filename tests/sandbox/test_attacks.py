@@ -147,16 +147,39 @@ attempt("thread", lambda: threading.Thread(target=lambda: None).start())
 
 
 def test_memory_bomb(sb, make_env):
-    code = make_env("""
-blob = bytearray(8 << 30)
-return str(len(blob)), 0.0, False, False, {}
+    code = attack(make_env, """
+attempt("one_block", lambda: len(bytearray(8 << 30)))
+hoard = []
+def grow():  # bounded at 1.5 GiB even if RLIMIT_AS did not hold
+    for _ in range(1536):
+        hoard.append(bytearray(1 << 20))
+attempt("grow", grow)
+hoard.clear()
 """)
     with sb.load(code) as env:
         env.reset()
-        with pytest.raises(EnvRaised) as e:
-            env.step("a")
-        assert e.value.exc_type == "MemoryError"
+        out = env.step("a")[0]
+        assert out == "one_block=MemoryError grow=MemoryError", out
         assert env.alive
+
+
+def test_regaining_privileges_or_limits(sb, make_env):
+    out = run_attack(sb, attack(make_env, """
+import resource, ctypes
+inf = resource.RLIM_INFINITY
+attempt("setuid", lambda: os.setuid(0))
+attempt("setgid", lambda: os.setgid(0))
+attempt("as", lambda: resource.setrlimit(resource.RLIMIT_AS, (inf, inf)))
+attempt("cpu", lambda: resource.setrlimit(resource.RLIMIT_CPU, (inf, inf)))
+attempt("nproc", lambda: resource.setrlimit(resource.RLIMIT_NPROC, (100, 100)))
+attempt("chroot", lambda: os.chroot("/"))
+libc = ctypes.CDLL(None, use_errno=True)
+attempt("mount", lambda: libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
+"""))
+    for name in ("setuid", "setgid", "as", "cpu", "nproc", "chroot"):
+        # EPERM, or EINVAL where uid 0 is not even mapped (the unprivileged user namespace)
+        assert any(f"{name}={e}" in out for e in ("PermissionError", "ValueError", "OSError")), out
+    assert "mount=ok:-1" in out, out
 
 
 def test_cpu_loop_hits_step_deadline(quick_sb, make_env):

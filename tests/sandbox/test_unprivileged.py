@@ -23,7 +23,7 @@ NOBODY = 65534
 SUBSET = (
     "isolation_matches_privilege or read_files or write_outside or connect or fork_bomb or "
     "raw_syscalls or proc_and_signals or no_exec or import_or_patch or garbage or memory_bomb or "
-    "filling or forged"
+    "filling or forged or regaining"
 )
 
 
