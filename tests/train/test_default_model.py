@@ -1,0 +1,32 @@
+"""The learner on the real default model: its recomputed logprobs match the sampler's."""
+
+from __future__ import annotations
+
+from spadework.policy.base import SamplingParams
+from spadework.train import Learner, Sample, TrainConfig
+
+PROMPTS = [
+    [{"role": "user", "content": "Name a prime number between 10 and 30. Answer in \\boxed{}."}],
+    [{"role": "user", "content": "You are in a maze. Reply with one move: up, down, left or right."}],
+]
+
+
+def samples(policy, params):
+    outs = policy.chat(PROMPTS, params)
+    return [Sample("agent", c.prompt_ids, c.output_ids, c.logprobs, 1.0 if i % 2 else -1.0)
+            for i, c in enumerate(outs) if c.output_ids]
+
+
+def test_first_update_importance_ratio_is_one_and_sampler_follows_the_learner(default_policy):
+    # temperature 1, no truncation; mixed prompt and output lengths in one padded micro-batch
+    first = samples(default_policy, SamplingParams(temperature=1.0, max_tokens=40, n=3, seed=5))
+    stats = Learner(default_policy, TrainConfig(lr=1e-4, micro_batch_size=6)).step(first)
+    assert abs(stats["sample_ratio_mean"] - 1) < 1e-3, stats
+    assert stats["sample_ratio_max"] < 1.02 and stats["tis_capped_frac"] == 0.0, stats
+    # after the update, sample again (same module, in place) at the reference's agent settings:
+    # logprobs are of the tempered raw distribution, before top-k / top-p, so they still match
+    params = SamplingParams(temperature=0.6, top_p=0.95, top_k=20, max_tokens=40, n=3, seed=6)
+    second = samples(default_policy, params)
+    stats = Learner(default_policy, TrainConfig(temperature=0.6, micro_batch_size=2)).step(second)
+    assert abs(stats["sample_ratio_mean"] - 1) < 1e-3, stats
+    assert stats["sample_ratio_max"] < 1.02, stats
