@@ -1,0 +1,227 @@
+"""The designer: generation through a scripted policy and the real sandbox and archive (every
+outcome recorded, retries with fresh documents, repair turns marked, novelty, memory in the
+prompt), one tiny batched call of the real default model, and `spadework design` end to end."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+from design_support import GOOD_CODE, ScriptedPolicy, bad, corpus, fenced, start_sandbox
+
+from spadework.archive import Archive
+from spadework.design import (
+    REPLY_STAGE,
+    DesignConfig,
+    build_design_prompt,
+    design_environments,
+    is_repair,
+    screen_reply,
+)
+from spadework.design_run import summarize
+from spadework.env.checker import CheckConfig
+from spadework.errors import ConfigError
+from spadework.library import starter_envs
+from spadework.skills import skill_named, skills_for
+from spadework.types import env_id_of
+
+GAMES = skills_for("games")
+CHECK = CheckConfig(trivial_episodes=8, determinism_seeds=2)
+
+
+@pytest.fixture(scope="module")
+def sb():
+    box = start_sandbox()
+    with box:
+        yield box
+
+
+@pytest.fixture
+def archive(tmp_path):
+    with Archive.open(tmp_path / "archive.sqlite") as a:
+        yield a
+
+
+def run(policy, sb, archive, n, cfg=None, iteration=0, skills=GAMES, progress=None):
+    return design_environments(policy, sb, archive, corpus(), n=n, iteration=iteration, run_seed=7,
+                               skills=skills, cfg=cfg or DesignConfig(attempts_per_slot=1),
+                               check_config=CHECK, progress=progress)
+
+
+def test_accepted_design_is_archived_with_its_sample(sb, archive):
+    policy = ScriptedPolicy([[fenced(GOOD_CODE)]])
+    seen = []
+    (res,) = run(policy, sb, archive, 1, progress=seen.append)
+    assert res.env is not None and res.env.code.strip() == GOOD_CODE.strip()
+    assert res.skill == GAMES[0].name and res.env.class_name == "ArithmeticChainEnv"
+    (a,) = archive.attempts(0)
+    assert a.outcome == "accepted" and a.env_id == res.env.env_id and a.reason == ""
+    assert a.output_ids == res.attempts[0].output_ids and len(a.logprobs) == len(a.output_ids) > 0
+    assert a.messages[1]["content"] == policy.calls[0][0].messages[1]["content"]
+    rec = archive.get_env(a.env_id)
+    assert rec.status == "accepted" and rec.skill == GAMES[0].name and rec.doc_id
+    assert [r.stage for r in rec.report.results][:2] == ["extract", "static"] and rec.report.ok
+    assert seen == ["slot 0 attempt 0: accepted"]
+
+
+def test_every_rejection_stage_is_recorded(sb, archive):
+    archive.import_starter()
+    nim = next(e for e in starter_envs() if e.name == "nim").code
+    replies = [
+        ("", "stop"), (fenced(GOOD_CODE)[:300], "length"), "I cannot write code today.",
+        fenced(bad("import_os")), fenced(bad("init_raises")), fenced(bad("never_truncates")),
+        fenced(bad("nondeterministic_reset")), fenced(bad("solution_does_not_win")),
+        fenced(bad("always_wins")), fenced(nim),
+    ]
+    expected = [REPLY_STAGE, REPLY_STAGE, "extract", "static", "load", "contract", "determinism",
+                "solvable", "not_trivial", "novelty"]
+    results = run(ScriptedPolicy([replies]), sb, archive, len(replies))
+    assert [r.attempts[0].outcome for r in results] == expected
+    assert all(r.env is None and r.attempts[0].reason for r in results)
+    assert "cut at max_tokens" in results[1].attempts[0].reason
+    for r in results[3:9]:  # extracted code is archived as rejected, with its stage
+        rec = archive.get_env(r.attempts[0].env_id)
+        assert rec.status == "rejected" and rec.failed_stage == r.attempts[0].outcome
+    assert all(r.attempts[0].env_id is None for r in results[:3])
+    assert archive.get_env(env_id_of(nim)).status == "accepted"  # the archived original is untouched
+    s = summarize(results, 1.0)
+    assert s.accepted == 0 and s.rejected_by_stage["reply"] == 2 and sum(s.rejected_by_stage.values()) == 10
+
+
+def test_retries_use_fresh_documents_and_batch_only_open_slots(sb, archive):
+    # slot 0 is accepted at once; slot 1 fails twice, then succeeds
+    script = [[fenced(GOOD_CODE), "junk"], ["still junk"], [fenced(GOOD_CODE.replace("(a * b + c)", "(a*b+c)"))]]
+    # the third reply is a near-copy of slot 0's accepted env: novelty rejects it within the call
+    policy = ScriptedPolicy(script)
+    results = run(policy, sb, archive, 2, cfg=DesignConfig(attempts_per_slot=3))
+    assert [len(c) for c in policy.calls] == [2, 1, 1]
+    assert [a.outcome for a in results[1].attempts] == ["extract", "extract", "novelty"]
+    docs = [a.doc_id for a in results[1].attempts]
+    c = corpus()
+    assert docs == [c.sample(7, 0, 1, r).doc_id for r in range(3)]
+    prompts = [a.messages[1]["content"] for a in results[1].attempts]
+    assert all(c.sample(7, 0, 1, r).text in p for r, p in zip(range(3), prompts))
+    assert [a.attempt for a in results[1].attempts] == [0, 1, 2]
+
+
+def test_batches_shrink_to_the_open_slots(sb, archive):
+    policy = ScriptedPolicy([[fenced(GOOD_CODE), "junk", "junk"], ["junk", "junk"], ["junk", "junk"]])
+    results = run(policy, sb, archive, 3, cfg=DesignConfig(attempts_per_slot=3))
+    assert [len(c) for c in policy.calls] == [3, 2, 2]
+    assert [len(r.attempts) for r in results] == [1, 3, 3] and results[0].env is not None
+
+
+def test_repair_turn_is_archived_and_never_trained(sb, archive):
+    policy = ScriptedPolicy([["no code, sorry"], [fenced(GOOD_CODE)]])
+    (res,) = run(policy, sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1, repair_turns=2))
+    first, repair = res.attempts
+    assert first.outcome == "extract" and repair.outcome == "accepted" and res.env is not None
+    assert not is_repair(first) and is_repair(repair)
+    assert [m["role"] for m in repair.messages] == ["system", "user", "assistant", "user"]
+    assert repair.messages[2]["content"] == "no code, sorry" and "extract" in repair.messages[3]["content"]
+    stored = {a.attempt: a for a in archive.attempts(0)}
+    assert stored[1].trained_iteration == 0  # marked: the learner never trains on a repair
+    assert stored[0].trained_iteration is None  # the first attempt waits for its rejection reward
+    assert len(policy.calls) == 2  # no repair after acceptance
+
+
+def test_rejected_first_attempts_none_gives_no_gradient(sb, archive):
+    cfg = DesignConfig(attempts_per_slot=2, rejected_first_attempts="none")
+    run(ScriptedPolicy([["junk"], [fenced(GOOD_CODE)]]), sb, archive, 1, cfg=cfg)
+    marks = {a.attempt: a.trained_iteration for a in archive.attempts(0)}
+    assert marks == {0: 0, 1: None}
+
+
+def test_two_slots_cannot_accept_the_same_environment(sb, archive):
+    results = run(ScriptedPolicy([[fenced(GOOD_CODE), fenced(GOOD_CODE)]]), sb, archive, 2)
+    assert [r.attempts[0].outcome for r in results] == ["accepted", "novelty"]
+
+
+def test_memory_examples_and_warnings_appear_in_the_prompt(sb, archive):
+    archive.import_starter()
+    skill = skill_named("mathematical reasoning")
+    by_name = {e.name: e for e in starter_envs()}
+    good, easy = by_name["countdown"], by_name["nim"]
+    archive.record_env_stats(good.env_id, 0, plays=10, wins=5, regret=0.3)
+    archive.record_env_stats(easy.env_id, 0, plays=10, wins=10, regret=0.0)
+    (res,) = run(ScriptedPolicy([["junk"]]), sb, archive, 1, skills=[skill], iteration=1)
+    prompt = res.attempts[0].messages[1]["content"]
+    assert good.code.strip() in prompt and "win rate 0.50" in prompt
+    assert "too easy" in prompt and "class NimEnv" in prompt and easy.code.strip() not in prompt
+    assert set(res.attempts[0].memory_ids) == {good.env_id, easy.env_id}
+
+
+def test_memory_is_dropped_to_fit_the_context(sb, archive):
+    archive.import_starter()
+    countdown = next(e for e in starter_envs() if e.name == "countdown")
+    archive.record_env_stats(countdown.env_id, 0, plays=10, wins=5, regret=0.3)
+    skill = skill_named("mathematical reasoning")
+    (res,) = run(ScriptedPolicy([["junk"]], context_length=2048), sb, archive, 1, skills=[skill])
+    assert countdown.code.strip() not in res.attempts[0].messages[1]["content"]
+    assert res.attempts[0].memory_ids == ()
+
+
+def test_config_errors_name_the_setting():
+    with pytest.raises(ConfigError, match="attempts_per_slot"):
+        DesignConfig(attempts_per_slot=0)
+    with pytest.raises(ConfigError, match="rejected_first_attempts"):
+        DesignConfig(rejected_first_attempts="maybe")
+    with pytest.raises(ConfigError, match="mutation_ratio"):
+        DesignConfig(mutation_ratio=1.5)
+
+
+def test_skills_must_match_the_setting(sb, archive):
+    with pytest.raises(ConfigError, match="setting"):
+        run(ScriptedPolicy([]), sb, archive, 1, skills=skills_for("tool-use"))
+
+
+def test_screen_reply_refuses_huge_and_binary():
+    assert "over the" in screen_reply("x" * 300_000, "stop", 10)
+    assert "binary" in screen_reply("abc\x00def", "stop", 10)
+    assert screen_reply(fenced(GOOD_CODE), "stop", 10) is None
+
+
+def test_prompt_lists_negatives_with_reason_and_excerpt():
+    from spadework.archive import MemoryNegative
+
+    neg = MemoryNegative("ab" * 32, "NimEnv", "x", 0.98, "too easy", "class NimEnv:\n    pass")
+    text = build_design_prompt("A doc.", GAMES[0], negatives=[neg])[1]["content"]
+    assert "too easy (win rate 0.98)" in text and "class NimEnv:\n    pass" in text
+
+
+@pytest.fixture(scope="module")
+def real_policy():
+    import torch
+
+    from spadework.policy.hf import load_hf_policy
+    from spadework.policy.registry import DEFAULT_MODEL, pull
+
+    torch.set_num_threads(1)
+    return load_hf_policy(pull(DEFAULT_MODEL))
+
+
+def test_real_model_one_tiny_batched_call(sb, archive, real_policy):
+    cfg = DesignConfig(attempts_per_slot=1, max_tokens=12)
+    results = run(real_policy, sb, archive, 2, cfg=cfg)
+    stored = archive.attempts(0)
+    assert len(stored) == 2 and [a.slot for a in stored] == [0, 1]
+    for a, r in zip(stored, results):
+        assert a.outcome != "accepted" and a.reason  # 12 tokens cannot hold a module
+        assert 0 < len(a.output_ids) <= 12 and len(a.logprobs) == len(a.output_ids)
+        assert all(math.isfinite(x) and x <= 0 for x in a.logprobs)
+        assert a.prompt_ids and a.output_ids == r.attempts[0].output_ids
+
+
+def test_design_command_smoke(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "spadework.cli", "design", "--n", "1", "--attempts", "1",
+           "--max-tokens", "8", "--run-dir", str(tmp_path)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "attempts" in out.stdout and "rejected at reply" in out.stdout
+    with Archive.open(tmp_path / "archive.sqlite", create=False) as a:
+        (att,) = a.attempts()
+        assert att.outcome == "reply" and len(att.output_ids) == 8
