@@ -274,24 +274,52 @@ def archive_import_starter(db: str = _DB, run_dir: str = _RUN_DIR) -> None:
 
 @app.command("run")
 def run_cmd(
-    run_dir: Path = typer.Option(Path("runs/latest"), help="Where results are written."),
-    model: str = typer.Option(None, help="Registry name or local HF folder (default: the registry's default)."),
-    seed: int = typer.Option(0, help="Run seed: every random choice derives from it."),
-    plays: int = typer.Option(2, min=1, help="Plays per arm per environment (same seeds in both arms)."),
-    envs: int = typer.Option(4, min=1, help="How many starter games the agent plays."),
-    designs: int = typer.Option(2, min=0, help="How many environments the designer writes."),
+    preset: str = typer.Option("cpu", help="smoke, cpu (the default), paper-4b or paper-30b."),
+    config: Path = typer.Option(None, "--config", help="A TOML file over the preset ([play], [reward], ...)."),
+    run_dir: Path = typer.Option(Path("runs/latest"), help="Archive, metrics.jsonl and checkpoints go here."),
+    iterations: int = typer.Option(None, min=1, help="Total iterations of the run (default: the preset's)."),
+    no_train: bool = typer.Option(False, "--no-train", help="Play and score with fixed weights."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --run-dir where it stopped."),
+    model: str = typer.Option(None, help="Registry name, local HF folder or hub id (default: the preset's)."),
+    seed: int = typer.Option(None, help="Run seed: every random choice derives from it."),
+    policy: str = typer.Option(None, "--policy", hidden=True,
+                               help="MODULE:FACTORY returning a Policy (tests only)."),
 ) -> None:
-    """Run the main job: currently every stage that exists, once, with fixed weights."""
+    """Self-play: design, validate, hint, play both arms, score, train, store; resumable."""
+    import importlib
+    import importlib.util
+    import json
+
+    from spadework.config import load_config, override
     from spadework.errors import SpadeworkError
-    from spadework.pipeline import PipelineConfig, run_pipeline
+    from spadework.loop import run
+    from spadework.progress import StageDisplay
 
     try:
-        cfg = PipelineConfig(run_dir=run_dir, model=model, run_seed=seed, plays=plays,
-                             max_envs=envs, designs=designs)
-        run_pipeline(cfg, echo=typer.echo)
+        cfg = load_config(config, preset_name=None if config and preset == "cpu" else preset)
+        top = {k: v for k, v in (("iterations", iterations), ("model", model), ("run_seed", seed))
+               if v is not None}
+        if no_train or importlib.util.find_spec("spadework.train.grpo") is None:
+            if not no_train:
+                typer.echo("the learner is not installed: running without training (--no-train)")
+            top["train"] = False
+        cfg = override(cfg, top)
+        factory = None
+        if policy:
+            mod, _, fn = policy.partition(":")
+            factory = getattr(importlib.import_module(mod), fn)
+        typer.echo(f"spadework run: preset {cfg.preset}, {cfg.iterations} iterations, "
+                   f"{'training' if cfg.train else 'no training'}, run dir {run_dir}")
+        out = run(cfg, run_dir, resume=resume, policy=factory() if factory else None,
+                  show=StageDisplay())
     except SpadeworkError as e:
         typer.echo(f"error: {e.reason}", err=True)
         raise typer.Exit(1) from e
+    for m in out:
+        d = m.to_dict()
+        typer.echo(json.dumps({k: d.get(k) for k in ("iteration", "validity_funnel", "statuses",
+                                                     "band_share", "mean_regret", "agent_return")}))
+    typer.echo(f"done: {run_dir}/metrics.jsonl, {run_dir}/archive.sqlite")
 
 
 @app.command()

@@ -6,8 +6,18 @@ Only this module and ``cli.py`` read ``os.environ``. Sections (``SandboxConfig``
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from spadework.curriculum import CurriculumConfig
+from spadework.design import DesignConfig
+from spadework.errors import ConfigError
+from spadework.reward import VARIANTS
+from spadework.rollout import PlayConfig
+from spadework.train.grpo import TrainConfig
 
 
 def home_dir() -> Path:
@@ -19,3 +29,193 @@ def home_dir() -> Path:
 def model_cache_dir() -> Path:
     """Where pulled models live: ``home_dir() / "models"`` (see ``spadework.policy.registry``)."""
     return home_dir() / "models"
+
+
+# -- the run configuration (``spadework run``) --------------------------------------------------
+# Sections are the owning modules' own frozen configs (DesignConfig, PlayConfig, CurriculumConfig,
+# TrainConfig) plus RewardConfig here; RunConfig nests them. Presets are functions, so that no
+# module-level mutable object exists; ``load_config`` reads a TOML file over a preset.
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """How plays become rewards (see ``spadework.reward``).
+
+    ``variant``: the designer reward (blend, regret, solve_rate, learning_potential, variance).
+    ``rejection_reward``: the reward of a rejected design sample (``DesignConfig.
+    rejected_first_attempts == "none"`` gives them no gradient instead). ``timeout_reward``: a
+    design whose environment hung in a step. ``designer_scheme``: ``center_scale`` (the
+    reference: reward minus its skill's mean, times ``designer_scale``, which ``None`` sets to
+    the reference's ``min(n_agent / n_designer * regen_interval, 50)``) or ``zscore`` per skill.
+    """
+
+    variant: str = "blend"
+    plateau_weight: float = 0.6
+    regret_weight: float = 0.4
+    regret_scale: float = 0.15
+    floor: bool = True
+    lo: float = 0.4
+    hi: float = 0.6
+    ramp: float = 0.25
+    timeout_reward: float = -0.5
+    rejection_reward: float = 0.0
+    variance_bonus: bool = False
+    lp_gamma_fast: float = 0.98
+    lp_gamma_slow: float = 0.85
+    designer_scheme: str = "center_scale"
+    designer_scale: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ConfigError(f"RewardConfig.variant must be one of {VARIANTS}, got {self.variant!r}")
+        if not 0 < self.lo <= self.hi < 1 or self.ramp <= 0 or self.regret_scale <= 0:
+            raise ConfigError("RewardConfig needs 0 < lo <= hi < 1, ramp > 0 and regret_scale > 0")
+        if not 0 < self.lp_gamma_slow < self.lp_gamma_fast <= 1:
+            raise ConfigError("RewardConfig needs 0 < lp_gamma_slow < lp_gamma_fast <= 1 "
+                              "(gamma weights the new observation)")
+        if self.designer_scheme not in ("center_scale", "zscore"):
+            raise ConfigError("RewardConfig.designer_scheme must be 'center_scale' or 'zscore'")
+        if self.designer_scale is not None and not self.designer_scale > 0:
+            raise ConfigError("RewardConfig.designer_scale must be > 0, or None for the reference's")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One self-play run: sections, and the few settings of the run itself.
+
+    ``plays``: plays per arm per environment (both arms, same seeds). ``train``: run the GRPO
+    learner (False: play and score with fixed weights). ``checkpoint_every``: keep a checkpoint
+    every N iterations (and at the end); the latest one is always kept for resume.
+    ``episode_seconds``: the sandbox's per-episode limit (kept generous: the whole-episode
+    budget is ``play.episode_seconds``). ``policy_batch``: rows generated together.
+    """
+
+    preset: str = "cpu"
+    model: str | None = None
+    run_seed: int = 0
+    iterations: int = 4
+    plays: int = 4
+    train: bool = True
+    checkpoint_every: int = 2
+    episode_seconds: float = 3600.0
+    policy_batch: int = 16
+    policy_context: int | None = None
+    design: DesignConfig = field(default_factory=DesignConfig)
+    play: PlayConfig = field(default_factory=PlayConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    learner: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "plays", "checkpoint_every", "policy_batch"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ConfigError(f"RunConfig.{name} must be an integer >= 1, got {getattr(self, name)!r}")
+        if not self.episode_seconds > 0:
+            raise ConfigError("RunConfig.episode_seconds must be > 0")
+
+    @property
+    def setting(self) -> str:
+        """The setting designed and played ("games" or "tool-use"): the designer's."""
+        return self.design.setting
+
+
+def _smoke() -> RunConfig:
+    """Minutes on a CPU: 2 iterations, 2 environments, 2 plays per arm, short replies."""
+    return RunConfig(
+        preset="smoke", iterations=2, plays=2, train=False, checkpoint_every=1,
+        design=DesignConfig(attempts_per_slot=1, max_tokens=192, corpus_words=120,
+                            memory_positives=1, memory_negatives=0, check_seeds=2),
+        play=PlayConfig(max_turns=3, max_tokens=48, context_tokens=2048, temperature=0.7),
+        curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=1, skills_per_regen=1,
+                                    pool_size=2),
+        learner=TrainConfig(micro_batch_size=4, temperature=0.7),
+    )
+
+
+def _cpu() -> RunConfig:
+    """The default: real self-play training of both roles with the default model on a CPU,
+    in about 20 minutes including setup."""
+    return RunConfig(
+        preset="cpu", iterations=4, plays=4, train=True, checkpoint_every=2,
+        design=DesignConfig(attempts_per_slot=1, max_tokens=384, corpus_words=200,
+                            memory_positives=1, memory_negatives=1, check_seeds=2),
+        play=PlayConfig(max_turns=4, max_tokens=64, context_tokens=2048, temperature=0.7),
+        curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=2, skills_per_regen=2,
+                                    pool_size=4),
+        learner=TrainConfig(micro_batch_size=4, temperature=0.7),
+    )
+
+
+def _paper(size: str) -> RunConfig:
+    """The reference's games recipe (spade-reference.md §9.5) for GPUs, with our symmetric arms
+    (8 hinted and 8 unhinted plays on the same seeds, not 16 against 8)."""
+    return RunConfig(
+        preset=f"paper-{size}", model=f"Qwen/Qwen3-{size.upper()}", iterations=400, plays=8,
+        train=True, checkpoint_every=20, policy_batch=192, policy_context=32768,
+        design=DesignConfig(attempts_per_slot=1, max_tokens=16384, temperature=0.6, top_p=0.95,
+                            top_k=20, corpus_words=6000, memory_positives=2, memory_negatives=1),
+        play=PlayConfig(max_turns=25, max_tokens=8192, context_tokens=32768, temperature=0.6,
+                        top_p=0.95, top_k=20, episode_seconds=300.0, batch_size=384),
+        reward=RewardConfig(lp_gamma_fast=0.98, lp_gamma_slow=0.85),
+        curriculum=CurriculumConfig(regen_interval=4, designs_per_regen=24, skills_per_regen=3,
+                                    pool_size=24),
+        learner=TrainConfig(lr=1e-6, weight_decay=0.1, betas=(0.9, 0.98), clip_low=0.2,
+                            clip_high=0.28, tis_cap=2.0, kl_coef=0.0, lora=False,
+                            micro_batch_size=1, temperature=0.6),
+    )
+
+
+def preset(name: str) -> RunConfig:
+    """A named preset: ``smoke``, ``cpu`` (the default), ``paper-4b``, ``paper-30b``.
+
+    >>> preset("smoke").iterations, preset("paper-4b").play.max_turns
+    (2, 25)
+    """
+    makers = {"smoke": _smoke, "cpu": _cpu, "paper-4b": lambda: _paper("4b"),
+              "paper-30b": lambda: _paper("30b")}
+    if name not in makers:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(makers)}")
+    return makers[name]()
+
+
+PRESETS = ("smoke", "cpu", "paper-4b", "paper-30b")
+_SECTIONS = ("design", "play", "reward", "curriculum", "learner")
+
+
+def _replace(obj: Any, values: dict[str, Any], where: str) -> Any:
+    names = {f.name for f in dataclasses.fields(obj)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+    fixed = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    try:
+        return dataclasses.replace(obj, **fixed)
+    except TypeError as e:
+        raise ConfigError(f"{where}: {e}") from e
+
+
+def override(cfg: RunConfig, values: dict[str, Any]) -> RunConfig:
+    """``cfg`` with top-level settings and ``[section]`` tables replaced (validated again).
+
+    >>> override(preset("smoke"), {"iterations": 3, "play": {"max_turns": 5}}).play.max_turns
+    5
+    """
+    top = {k: v for k, v in values.items() if k not in _SECTIONS and k != "preset"}
+    sections = {k: _replace(getattr(cfg, k), v, f"[{k}]") for k, v in values.items()
+                if k in _SECTIONS}
+    return _replace(cfg, {**top, **sections}, "run config")
+
+
+def load_config(path: str | Path | None = None, *, preset_name: str | None = None) -> RunConfig:
+    """The run configuration: a preset (``preset_name``, else the file's ``preset = "..."``, else
+    ``cpu``) with a TOML file's settings on top. Errors name the file and the setting."""
+    import tomllib
+
+    values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            values = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"cannot read config {path}: {e}") from e
+    base = preset(preset_name or values.get("preset", "cpu"))
+    return override(base, values) if values else base

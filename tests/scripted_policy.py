@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import time
+from pathlib import Path
 from collections.abc import Callable, Sequence
 
 from spadework.errors import PolicyError
 from spadework.policy.base import Completion, Conversation, SamplingParams, as_conversation
 
 Script = Callable[[Conversation, int], str]
+GOOD_ENV = Path(__file__).parent / "fixtures" / "envs" / "good" / "arithmetic_chain.py"
 
 
 def fake_ids(text: str) -> tuple[int, ...]:
@@ -81,11 +83,17 @@ def solution_script(solutions: dict[str, list[str]], fallback: str = "\\boxed{0}
     return script
 
 
-def solving_policy_factory():
-    """A policy for subprocess runs (``spadework run --policy tests.scripted_policy:...``): it
-    answers every game with a guess and every design request with nothing usable, so runs are
-    fast and deterministic."""
-    def script(conv: Conversation, turn: int) -> str:
-        digest = hashlib.sha256(conv.messages[-1]["content"].encode()).digest()
-        return f"I will try \\boxed{{{digest[0] % 10}}}"
-    return ScriptedPolicy(script, delay=0.01)
+def designing_script(conv: Conversation, turn: int) -> str:
+    """Design requests get a real environment module (a good fixture); game turns get a guess
+    that depends on the observation, so episodes differ."""
+    if conv.messages[0]["role"] == "system" and "design" in conv.messages[0]["content"]:
+        return "```python\n" + GOOD_ENV.read_text() + "\n```"
+    digest = hashlib.sha256(conv.messages[-1]["content"].encode()).digest()
+    return f"I will try \\boxed{{{digest[0] % 10}}}"
+
+
+def slow_policy_factory() -> ScriptedPolicy:
+    """For subprocess runs (``spadework run --policy scripted_policy:slow_policy_factory`` with
+    ``tests`` on PYTHONPATH): deterministic, and slow enough (0.1 s per batch) to be killed
+    in the middle of a stage."""
+    return ScriptedPolicy(designing_script, delay=0.1)

@@ -1,0 +1,145 @@
+"""The self-play loop through the library API, with a scripted policy over the real sandbox and
+archive; one test runs the real default model through the CLI (slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scripted_policy import ScriptedPolicy, designing_script
+
+from spadework import reward
+from spadework.archive import Archive, archive_path
+from spadework.config import RewardConfig, load_config, override, preset
+from spadework.errors import ConfigError
+from spadework.loop import run
+from spadework.metrics import score_env
+from spadework.types import Episode
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def assert_matched_arms(archive: Archive) -> None:
+    """Every (iteration, env, play index) was played once in each arm, on one seed."""
+    rows = archive.query("SELECT iteration, env_id, play_index, arm, seed FROM episodes")
+    by_key: dict = {}
+    for r in rows:
+        by_key.setdefault((r[0], r[1], r[2]), {})[r[3]] = r[4]
+    assert by_key
+    for key, arms in by_key.items():
+        assert set(arms) == {"hint", "no_hint"}, key
+        assert arms["hint"] == arms["no_hint"], key
+
+
+@pytest.fixture
+def cfg():
+    return override(preset("smoke"), {"curriculum": {"designs_per_regen": 2}})
+
+
+def test_two_iterations_store_everything_once(tmp_path, cfg):
+    out = run(cfg, tmp_path, policy=ScriptedPolicy(designing_script))
+    assert [m.iteration for m in out] == [0, 1]
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["iteration"] for x in lines] == [0, 1]
+    first = json.loads(lines[0])
+    assert first["regenerated"] and first["validity_funnel"] == {"accepted": 1, "novelty": 1, "total": 2}
+    assert first["episodes"] == 2 * 2 * cfg.plays and len(first["win_rate_histogram"]) == 10
+    assert set(first["seconds"]) >= {"design", "pool", "hints", "play", "reward"}
+    with Archive.open(archive_path(tmp_path)) as a:
+        assert_matched_arms(a)
+        assert len(a.episodes()) == 2 * 2 * 2 * cfg.plays
+        attempts = a.attempts()
+        assert [x.outcome for x in attempts] == ["accepted", "novelty"]
+        assert all(x.reward is not None for x in attempts)  # credited: played / rejected
+        designed = attempts[0].env_id
+        assert designed in a.load_state("curriculum")["fresh"]
+        stats = a.env_stats(designed)
+        assert stats.plays == 2 * cfg.plays and stats.last_played_iteration == 1
+        assert designed in a.load_state("learning_potential")
+    with pytest.raises(ConfigError, match="--resume"):
+        run(cfg, tmp_path, policy=ScriptedPolicy(designing_script))
+    assert run(cfg, tmp_path, resume=True, policy=ScriptedPolicy(designing_script)) == []
+
+
+def test_designer_credit_is_the_blend_of_its_first_plays(tmp_path, cfg):
+    one = override(cfg, {"iterations": 1})
+    run(one, tmp_path, policy=ScriptedPolicy(designing_script))
+    with Archive.open(archive_path(tmp_path)) as a:
+        acc = next(x for x in a.attempts() if x.outcome == "accepted")
+        eps = a.episodes(iteration=0, env_id=acc.env_id)
+        unhinted = [reward.episode_return(e.rewards, e.terminated) for e in eps if e.arm == "no_hint"]
+        hinted = [reward.episode_return(e.rewards, e.terminated) for e in eps if e.arm == "hint"]
+        expected = reward.blend(reward.win_rate(unhinted), reward.regret(hinted, unhinted))
+        assert acc.reward == pytest.approx(expected)
+        rejected = next(x for x in a.attempts() if x.outcome != "accepted")
+        assert rejected.reward == one.reward.rejection_reward
+
+
+def _ep(arm, i, rewards, status="completed", error=""):
+    return Episode("e", arm, i, i, (), tuple(rewards), status == "completed", False, status, error)
+
+
+def test_score_env_worked_numbers():
+    # unhinted returns 1, 0, 0, 0 (clamped 2.0 -> 1): win rate 0.25; hinted mean 0.75: regret 0.5
+    eps = [_ep("no_hint", 0, [0.0, 2.0]), _ep("no_hint", 1, [0.0]), _ep("no_hint", 2, [-0.5]),
+           _ep("no_hint", 3, [1.0], status="truncated"),
+           _ep("hint", 0, [1.0]), _ep("hint", 1, [1.0]), _ep("hint", 2, [1.0]), _ep("hint", 3, [0.0])]
+    o = score_env("e", eps, RewardConfig(), None)
+    assert (o.plays, o.wins, o.win_rate) == (4, 1, 0.25)
+    assert o.regret == pytest.approx(0.75 - (1.0 + 0.0 - 0.5 + 0.0) / 4)  # 0.625
+    # blend: 0.6 * plateau(0.25) = 0.6 * (1 - 0.15 / 0.25) = 0.24; regret term 0.4 * clip(0.625/0.15)
+    assert o.designer_reward == pytest.approx(0.24 + 0.4)
+    assert score_env("e", eps, RewardConfig(variant="solve_rate"), None).designer_reward == \
+        pytest.approx(0.4)
+    assert score_env("e", eps, RewardConfig(variant="regret"), None).designer_reward == \
+        pytest.approx(0.625)
+    # a hung step costs the design -0.5 whatever the plays
+    hung = eps + [_ep("no_hint", 4, [], status="timeout", error="step: step() passed its deadline")]
+    assert score_env("e", hung, RewardConfig(), None).designer_reward == -0.5
+    # learning potential: the tracker sees win rates 0.25 then 0.75 (gammas 0.8 / 0.2)
+    lp_cfg = RewardConfig(variant="learning_potential", lp_gamma_fast=0.8, lp_gamma_slow=0.2)
+    first = score_env("e", eps, lp_cfg, None)
+    assert first.designer_reward == 0.0
+    better = [_ep("no_hint", i, [1.0 if i else 0.0]) for i in range(4)]
+    second = score_env("e", better, lp_cfg, first.lp)
+    assert second.designer_reward == pytest.approx(abs(0.65 - 0.35))  # fast 0.65, slow 0.35
+
+
+def test_presets_and_toml(tmp_path):
+    for name in ("smoke", "cpu", "paper-4b", "paper-30b"):
+        assert preset(name).preset == name
+    p4 = preset("paper-4b")
+    assert (p4.curriculum.pool_size, p4.plays, p4.curriculum.regen_interval) == (24, 8, 4)
+    assert (p4.play.temperature, p4.play.top_p, p4.play.top_k, p4.play.max_turns) == (0.6, 0.95, 20, 25)
+    assert (p4.learner.lr, p4.learner.clip_low, p4.learner.clip_high, p4.learner.kl_coef) == \
+        (1e-6, 0.2, 0.28, 0.0)
+    f = tmp_path / "run.toml"
+    f.write_text('preset = "smoke"\niterations = 3\n[play]\nmax_turns = 5\n[reward]\nvariant = "regret"\n')
+    c = load_config(f)
+    assert (c.preset, c.iterations, c.play.max_turns, c.reward.variant) == ("smoke", 3, 5, "regret")
+    f.write_text('[play]\nmax_turnz = 5\n')
+    with pytest.raises(ConfigError, match="max_turnz"):
+        load_config(f)
+    with pytest.raises(ConfigError, match="unknown preset"):
+        preset("gpu-9000")
+
+
+@pytest.mark.slow
+def test_cli_smoke_with_the_default_model(tmp_path):
+    """``spadework run --preset smoke --no-train`` end to end with the real default model."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-m", "spadework.cli", "run", "--preset", "smoke",
+                        "--no-train", "--run-dir", str(tmp_path)], capture_output=True, text=True,
+                       env=env, cwd=ROOT, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    with Archive.open(archive_path(tmp_path)) as a:
+        assert_matched_arms(a)
+        assert len(a.episodes()) == 2 * 2 * 2 * 2
+        assert all(t.output_ids and len(t.output_ids) == len(t.logprobs)
+                   for e in a.episodes() for t in e.turns)

@@ -1,0 +1,126 @@
+"""Kill a run with SIGKILL mid-iteration, resume it, and check that nothing was lost or counted
+twice. The run is ``spadework run --preset smoke --no-train`` in a subprocess; its policy is the
+scripted one (hidden ``--policy`` option, tests only) so that a run takes seconds, not minutes,
+and kills land at known stages."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_loop import assert_matched_arms
+
+from spadework.archive import Archive, archive_path
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+
+
+def _cmd(run_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "spadework.cli", "run", "--preset", "smoke", "--no-train",
+            "--run-dir", str(run_dir), "--policy", "scripted_policy:slow_policy_factory",
+            "--iterations", "2", *extra]
+
+
+def _env() -> dict:
+    path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
+
+
+def _progress(run_dir: Path) -> tuple[int, str] | None:
+    """(iteration, stage) of the last committed stage, read without disturbing the writer."""
+    db = archive_path(run_dir)
+    if not db.exists():
+        return None
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            row = con.execute("SELECT value FROM state WHERE key = 'progress'").fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    if row is None:
+        return None
+    p = json.loads(row[0])
+    return p["iteration"], p["stage"]
+
+
+def _run_until_killed(run_dir: Path, when) -> tuple[int, str] | None:
+    proc = subprocess.Popen(_cmd(run_dir), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            seen = _progress(run_dir)
+            if when(seen):
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail(f"the run ended or stalled before the kill point: {proc.stderr.read()[-800:]!r}")
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    return _progress(run_dir)
+
+
+def _check_consistent(run_dir: Path, reference: Path | None = None) -> None:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["iteration"] for x in lines] == [0, 1]
+    with Archive.open(archive_path(run_dir)) as a:
+        rows = a.query("SELECT iteration, env_id, arm, play_index FROM episodes")
+        assert len(rows) == len(set(map(tuple, rows))) == 2 * 2 * 2 * 2  # iters x envs x arms x plays
+        assert_matched_arms(a)
+        keys = [x.key for x in a.attempts()]
+        assert len(keys) == len(set(keys)) == 1  # one design slot, one attempt, at iteration 0
+        assert all(x.reward is not None for x in a.attempts())
+        stats = a.query("SELECT env_id, iteration, plays FROM env_plays")
+        assert len(stats) == 4 and all(r[2] == 2 for r in stats)
+        episodes = {(e.env_id, e.arm, e.play_index): (e.seed, e.rewards) for e in a.episodes()}
+    if reference is not None:  # same episodes as a run that was never killed
+        with Archive.open(archive_path(reference)) as b:
+            assert episodes == {(e.env_id, e.arm, e.play_index): (e.seed, e.rewards)
+                                for e in b.episodes()}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("whole")
+    r = subprocess.run(_cmd(d), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    _check_consistent(d)
+    return d
+
+
+@pytest.mark.parametrize("kill_at", [
+    (0, "design"),   # killed during pool/hints/play of iteration 0
+    (0, "play"),     # killed after the episodes of iteration 0 committed
+    (1, "hints"),    # killed while iteration 1 plays
+])
+def test_sigkill_then_resume_counts_everything_once(tmp_path, uninterrupted, kill_at):
+    seen = _run_until_killed(tmp_path, lambda p: p is not None and STAGE_ORDER(p) >= STAGE_ORDER(kill_at))
+    assert seen is not None and STAGE_ORDER(seen) < STAGE_ORDER((1, "store"))
+    r = subprocess.run(_cmd(tmp_path, "--resume"), cwd=ROOT, env=_env(), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    _check_consistent(tmp_path, uninterrupted)
+
+
+def test_a_second_run_in_the_same_dir_needs_resume(tmp_path, uninterrupted):
+    r = subprocess.run(_cmd(uninterrupted), cwd=ROOT, env=_env(), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1 and "--resume" in r.stderr
+
+
+def STAGE_ORDER(p: tuple[int, str]) -> tuple[int, int]:  # noqa: N802 - reads like a key
+    from spadework.loop import STAGES
+
+    return p[0], STAGES.index(p[1])
