@@ -346,6 +346,51 @@ def doctor() -> None:
         raise typer.Exit(1)
 
 
+@app.command("design")
+def design_cmd(
+    n: int = typer.Option(..., "--n", min=0, help="Design slots to fill."),
+    model: str = typer.Option(None, "--model", help="Registry name, local folder or hub id."),
+    setting: str = typer.Option("games", "--setting", help="games or tool-use."),
+    run_dir: Path = typer.Option(Path("runs/design"), "--run-dir", help="Archive goes to D/archive.sqlite."),
+    attempts: int = typer.Option(3, "--attempts", min=1, help="Fresh attempts per slot."),
+    repair_turns: int = typer.Option(0, "--repair-turns", min=0, help="Inference-only repair turns."),
+    max_tokens: int = typer.Option(1024, "--max-tokens", min=1),
+    seed: int = typer.Option(0, "--seed"),
+    device: str = typer.Option("cpu", "--device"),
+) -> None:
+    """Design N environments with the model into the run's archive; print a closing table."""
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from spadework.design import DesignConfig
+    from spadework.design_run import design_into_run_dir
+    from spadework.errors import SpadeworkError
+
+    try:
+        cfg = DesignConfig(setting=setting, attempts_per_slot=attempts, repair_turns=repair_turns,
+                           max_tokens=max_tokens)
+        with Progress(console=Console(stderr=True)) as bar:
+            task = bar.add_task("designing", total=n * attempts * (1 + repair_turns))
+            s = design_into_run_dir(run_dir, n=n, cfg=cfg, model=model, seed=seed, device=device,
+                                    progress=lambda msg: bar.update(task, advance=1, description=msg))
+            bar.update(task, completed=n * attempts * (1 + repair_turns))
+    except SpadeworkError as e:
+        typer.echo(f"error: {e.reason}", err=True)
+        raise typer.Exit(1) from e
+    table = Table(title=f"design, iteration {s.iteration} ({run_dir / 'archive.sqlite'})")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    rows = [("slots", s.slots), ("attempts", s.attempts), ("accepted", s.accepted)]
+    rows += [(f"rejected at {stage}", k) for stage, k in s.rejected_by_stage.items()]
+    rows += [("output tokens", s.output_tokens), ("seconds", f"{s.seconds:.1f}"),
+             ("tokens per accepted env", "-" if s.tokens_per_env is None else f"{s.tokens_per_env:.0f}"),
+             ("seconds per accepted env", "-" if s.seconds_per_env is None else f"{s.seconds_per_env:.1f}")]
+    for k, v in rows:
+        table.add_row(k, str(v))
+    Console().print(table)
+
+
 def main() -> None:
     app()
 
