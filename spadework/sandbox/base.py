@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 
@@ -94,6 +95,9 @@ class Sandbox:
             )
         self._dir = tempfile.mkdtemp(prefix="spadework-sandbox-")
         os.chmod(self._dir, 0o711)  # an unprivileged child must reach its own scratch dir
+        # A sandbox dropped without close() still leaves no tree behind (the zygote exits on
+        # EOF once the socket is collected; its children die with it).
+        weakref.finalize(self, shutil.rmtree, self._dir, True)
         try:
             hello = self._start_zygote()
             handle = self._fork_child()
@@ -168,6 +172,7 @@ class Sandbox:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
+            self._proc = None
         if self._zlog is not None:
             self._zlog.close()
             self._zlog = None
@@ -266,6 +271,11 @@ class Sandbox:
         if "error" in reply:
             raise EnvCrashed(f"the zygote refused a request: {reply['error']}")
         return reply
+
+    @property
+    def zygote_pid(self) -> int | None:
+        """The fork server's pid while the sandbox runs (its children are the environments)."""
+        return self._proc.pid if self._proc is not None else None
 
     def _zygote_alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None and self._sock is not None

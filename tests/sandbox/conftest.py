@@ -39,9 +39,18 @@ def sb():
 
 @pytest.fixture(scope="session")
 def quick_sb():
-    """Short deadlines and small caps, for the tests that run into them."""
-    limits = Limits(step_seconds=0.5, load_seconds=2.0, episode_seconds=5.0, cpu_seconds=1,
-                    file_bytes=1 << 20, scratch_bytes=2 << 20, max_message_bytes=1 << 20)
+    """Short deadlines, for the tests that run into them."""
+    limits = Limits(step_seconds=0.5, load_seconds=2.0, episode_seconds=5.0, cpu_seconds=1)
+    with Sandbox(limits) as box:
+        yield box
+
+
+@pytest.fixture(scope="session")
+def small_sb():
+    """Small size caps with generous deadlines (a loaded machine must not turn a cap into a
+    timeout)."""
+    limits = Limits(step_seconds=20.0, load_seconds=20.0, memory_bytes=256 << 20, file_bytes=1 << 20,
+                    scratch_bytes=2 << 20, max_message_bytes=1 << 20)
     with Sandbox(limits) as box:
         yield box
 
@@ -54,7 +63,7 @@ def make_env():
 
 def settled_children(box: Sandbox, timeout: float = 2.0) -> list[str]:
     """The zygote's child pids once released children have been swept (or after ``timeout``)."""
-    path = f"/proc/{box._proc.pid}/task/{box._proc.pid}/children"
+    path = f"/proc/{box.zygote_pid}/task/{box.zygote_pid}/children"
     deadline = time.monotonic() + timeout
     while True:
         with open(path) as f:

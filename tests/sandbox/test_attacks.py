@@ -146,17 +146,17 @@ attempt("thread", lambda: threading.Thread(target=lambda: None).start())
     assert zygote_children(sb) == []
 
 
-def test_memory_bomb(sb, make_env):
+def test_memory_bomb(small_sb, make_env):
     code = attack(make_env, """
 attempt("one_block", lambda: len(bytearray(8 << 30)))
 hoard = []
-def grow():  # bounded at 1.5 GiB even if RLIMIT_AS did not hold
-    for _ in range(1536):
+def grow():  # bounded at 512 MiB even if RLIMIT_AS (256 MiB here) did not hold
+    for _ in range(512):
         hoard.append(bytearray(1 << 20))
 attempt("grow", grow)
 hoard.clear()
 """)
-    with sb.load(code) as env:
+    with small_sb.load(code) as env:
         env.reset()
         out = env.step("a")[0]
         assert out == "one_block=MemoryError grow=MemoryError", out
@@ -279,8 +279,8 @@ attempt("self", lambda: os.kill(os.getpid(), 0))
         sleeper.wait()
 
 
-def test_filling_the_disk(quick_sb, make_env):
-    file_cap, scratch_cap = quick_sb.limits.file_bytes, quick_sb.limits.scratch_bytes
+def test_filling_the_disk(small_sb, make_env):
+    file_cap, scratch_cap = small_sb.limits.file_bytes, small_sb.limits.scratch_bytes
     code = attack(make_env, """
 def fill(name):
     with open(name, "wb") as f:
@@ -288,9 +288,9 @@ def fill(name):
             f.write(b"x" * (64 << 10))
 for i in range(4):
     attempt(f"f{i}", lambda: fill(f"big{i}.bin"))
-attempt("many", lambda: [open(f"small{i}", "w").close() for i in range(5000)])
+attempt("many", lambda: [open(f"small{i}", "w").close() for i in range(1500)])
 """)
-    with quick_sb.load(code) as env:
+    with small_sb.load(code) as env:
         env.reset()
         out = env.step("a")[0]
         # The child's own view of its scratch (a tmpfs in its mount namespace), read as root.
@@ -302,7 +302,7 @@ attempt("many", lambda: [open(f"small{i}", "w").close() for i in range(5000)])
     assert not any(Path(env.scratch).parent.glob("env-*/big*"))  # the host's disk got nothing
 
 
-def test_flooding_stdout_and_stderr(quick_sb, make_env):
+def test_flooding_stdout_and_stderr(small_sb, make_env):
     code = attack(make_env, """
 def flood_out():
     for _ in range(20):
@@ -315,34 +315,34 @@ def flood_err():
 attempt("stdout", flood_out)
 attempt("stderr", flood_err)
 """)
-    with quick_sb.load(code) as env:
+    with small_sb.load(code) as env:
         env.reset()
         out = env.step("a")[0]
         assert "stdout=ok" in out
-        assert os.fstat(env._log).st_size <= quick_sb.limits.file_bytes
+        assert os.fstat(env._log).st_size <= small_sb.limits.file_bytes
         assert env.step("a")[0].startswith("stdout=ok")  # still answering
 
 
-def test_huge_reply_is_refused(quick_sb, make_env):
-    with quick_sb.load(make_env("return 'x' * (4 << 20), 0.0, False, False, {}")) as env:
+def test_huge_reply_is_refused(small_sb, make_env):
+    with small_sb.load(make_env("return 'x' * (4 << 20), 0.0, False, False, {}")) as env:
         env.reset()
         with pytest.raises(EnvRaised, match="too much"):
             env.step("a")
         assert env.alive
 
 
-def test_forged_oversize_frame_kills_child(quick_sb, make_env):
+def test_forged_oversize_frame_kills_child(small_sb, make_env):
     code = make_env("import struct, time\nos.write(4, struct.pack('>I', 0xFFFFFFF0))\ntime.sleep(30)")
-    with quick_sb.load(code) as env:
+    with small_sb.load(code) as env:
         env.reset()
         with pytest.raises(EnvCrashed, match="exceeds"):
             env.step("a")
         assert not env.alive
 
 
-def test_garbage_on_protocol_pipe(quick_sb, make_env):
+def test_garbage_on_protocol_pipe(small_sb, make_env):
     code = make_env("os.write(4, b'\\x00\\x00\\x00\\x04\\xc1\\xc1\\xc1\\xc1')\nreturn 'ok', 0.0, False, False, {}")
-    with quick_sb.load(code) as env:
+    with small_sb.load(code) as env:
         env.reset()
         with pytest.raises(EnvCrashed, match="undecodable"):
             env.step("a")
@@ -379,7 +379,7 @@ attempt("modules", lambda: setattr(sys.modules["spadework"], "PWNED", True))
     "{'not': 'a list'}",
     "[7, None]",
 ])
-def test_forged_reply_frames(quick_sb, make_env, reply):
+def test_forged_reply_frames(small_sb, make_env, reply):
     code = make_env(f"""
 import sys
 pack = sys.modules["sandbox_child"].encode
@@ -388,7 +388,7 @@ os.write(4, len(data).to_bytes(4, "big") + data)
 import time
 time.sleep(30)
 """)
-    with quick_sb.load(code) as env:
+    with small_sb.load(code) as env:
         env.reset()
         with pytest.raises(EnvCrashed, match="malformed|undecodable|cannot unpack"):
             env.step("a")
@@ -402,7 +402,7 @@ def test_host_death_takes_zygote_and_children_along(tmp_path):
         "sb = Sandbox().__enter__()\n"
         "env = sb.load('class E:\\n def __init__(self, max_turns=10): pass\\n"
         " def reset(self, seed=None): return \"o\", {}\\n def step(self, a): return \"o\", 0.0, False, False, {}\\n')\n"
-        "print(sb._proc.pid, env.pid, flush=True)\n"
+        "print(sb.zygote_pid, env.pid, flush=True)\n"
         "os.kill(os.getpid(), 9)\n"
     )
     proc = subprocess.run([__import__("sys").executable, "-c", script], capture_output=True,

@@ -148,8 +148,8 @@ def test_child_death_is_env_crashed_with_stderr(sb, make_env):
         assert "last words here" in e.value.stderr_tail
 
 
-def test_oversize_request_is_refused_and_handle_lives(quick_sb, make_env):
-    with quick_sb.load(make_env("return 'ok', 0.0, False, False, {}")) as env:
+def test_oversize_request_is_refused_and_handle_lives(small_sb, make_env):
+    with small_sb.load(make_env("return 'ok', 0.0, False, False, {}")) as env:
         env.reset()
         with pytest.raises(EnvError, match="cannot be sent"):
             env.step("x" * (2 << 20))
