@@ -134,6 +134,10 @@ def _spawn(plan: dict, fds: list[int], devnull: int, libc, harden, child) -> int
         return pid
     code = 0
     try:
+        # Like a fresh interpreter: `random` reseeds itself at fork; numpy's global generator
+        # would otherwise repeat the zygote's stream in every child and hide unseeded envs.
+        if "numpy.random" in sys.modules:
+            sys.modules["numpy.random"].seed()
         harden.setup_descriptors(fds, devnull, libc)
         layers = harden.apply(plan, libc)
         child.write_all(child.RESP_FD, child.frame(child.encode([child.OK, layers]), plan["cap"]))

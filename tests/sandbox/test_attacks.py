@@ -183,13 +183,12 @@ attempt("mount", lambda: libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
 
 
 def test_cpu_loop_hits_step_deadline(quick_sb, make_env):
-    start = time.monotonic()
     with quick_sb.load(make_env("while True:\n    pass")) as env:
         env.reset()
         with pytest.raises(EnvTimeout):
             env.step("a")
         pid = env.pid
-    assert time.monotonic() - start < 5
+        assert not env.alive
     assert not Path(f"/proc/{pid}").exists() or "Z" not in Path(f"/proc/{pid}/stat").read_text()
 
 

@@ -267,3 +267,16 @@ def test_env_code_gets_no_future_flags_and_compile_errors_are_load_errors(sb, ma
         assert env.step("a")[0] == "<class 'int'>"
     with pytest.raises(EnvLoadError, match="does not compile"):
         sb.load("class A:\n  def reset(self) return 1\n", class_name="A")
+
+
+def test_children_start_with_fresh_global_generators(sb, make_env):
+    """Unseeded randomness must differ between children, as between fresh interpreters, so
+    that the checker's determinism stage can see it (numpy does not reseed itself at fork)."""
+    code = make_env("return 'o', 0.0, False, False, {}", reset_body=(
+        "import numpy as np\nreturn f'{random.random()} {np.random.randint(1 << 30)}', {}"))
+    draws = []
+    for _ in range(3):
+        with sb.load(code) as env:
+            draws.append(env.reset()[0].split())
+    assert len({d[0] for d in draws}) == 3  # random
+    assert len({d[1] for d in draws}) == 3  # numpy.random
