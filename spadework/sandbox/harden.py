@@ -6,9 +6,10 @@ this file by path, and the host imports it as ``spadework.sandbox.harden`` only 
 names. Each layer function returns ``(active, reason)`` and never raises, so the child can report
 exactly which layers hold; the host refuses to send code to a child that lacks a required layer.
 
-Order matters: descriptors and rlimits first, then the uid drop (which needs root), then
-``PR_SET_NO_NEW_PRIVS`` (which Landlock and seccomp need without CAP_SYS_ADMIN), Landlock (its
-syscalls would otherwise be filtered), and seccomp last.
+Order matters: descriptors first, then the steps that need privilege (the scratch tmpfs in a
+private mount namespace, rlimits, the uid drop), capabilities emptied, ``PR_SET_NO_NEW_PRIVS`` (which
+Landlock and seccomp need without CAP_SYS_ADMIN), Landlock (its syscalls would otherwise be
+filtered), and seccomp last.
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ Host protocol: one SOCK_SEQPACKET message per request and per reply, msgpack map
 ``{"op": "spawn", "plan": {...}}`` with three descriptors attached (SCM_RIGHTS: the child's log
 file, request pipe read end, reply pipe write end) -> ``{"pid": N}``. The host created the pipes,
 so it already holds the other ends. ``{"op": "reap", "pid": N}`` -> SIGKILL (harmless when the
-child already exited) and waitpid -> ``{"status": wait_status}``; ``{"op": "release", "pid": N}``
--> SIGKILL and no reply at all; the zombie is reaped by a sweep within ~50 ms. The zygote is the children's
-parent and reaps a pid only when asked, so a pid the host still holds can never be reused by an
-unrelated process. EOF or ``{"op": "exit"}`` kills and reaps every child, then exits.
+child already exited) and waitpid -> ``{"status": wait_status}``; ``{"op": "release",
+"pid": N}`` -> SIGKILL and no reply at all; the zombie is reaped by a sweep within ~50 ms. The
+zygote is the children's parent and reaps a pid only when asked, so a pid the host still holds
+can never be reused by an unrelated process. EOF or ``{"op": "exit"}`` kills and reaps every child, then exits.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ import socket
 import sys
 import traceback
 
-#: Standard-library modules imported before the first fork (the static checker's allowlist).
+#: Standard-library modules imported before the first fork: the static checker's allowlist and
+#: what the child's own code needs, so that no child pays for their import.
 PRELOAD = (
     "random", "re", "math", "json", "itertools", "collections", "functools", "string", "heapq",
     "statistics", "fractions", "decimal", "dataclasses", "typing", "copy", "operator", "bisect",
