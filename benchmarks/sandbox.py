@@ -124,7 +124,9 @@ def main() -> None:
     args = parser.parse_args()
     code = resources.files("spadework.library").joinpath(GAME).read_text()
     n = args.episodes
+    t = time.perf_counter()
     with Sandbox(Limits()) as sb:
+        start_ms = (time.perf_counter() - t) * 1000
         sandbox_episode(sb, code, 0)  # warm up
         episode = median_ms(lambda i: sandbox_episode(sb, code, i), n)
         fresh = median_ms(lambda i: fresh_python_episode(code, i), max(10, n // 3))
@@ -152,7 +154,7 @@ def main() -> None:
         eps = total / (time.perf_counter() - t)
         layers = [layer.name for layer in sb.isolation.layers if layer.active]
     print(json.dumps({
-        "game": GAME, "steps_per_episode": STEPS,
+        "game": GAME, "steps_per_episode": STEPS, "sandbox_start_ms": round(start_ms, 1),
         "episode_ms": round(episode, 3),
         "fresh_python_episode_ms": round(fresh, 3),
         "ratio": round(episode / fresh, 4), "target_ratio": 0.25,

@@ -4,8 +4,9 @@ Every call holds the handle's own lock, so a handle is safe to share between thr
 different handles run in parallel (the I/O waits in ``poll``, which releases the GIL). Deadlines
 are enforced here: a call that does not answer in time gets its child SIGKILLed by pid and raises
 :class:`~spadework.errors.EnvTimeout`; after that, or after a crash, the handle is dead and every
-call raises :class:`~spadework.errors.EnvCrashed` saying so. For asyncio, ``areset``/``astep`` run
-the blocking call in a worker thread (``asyncio.to_thread``).
+call raises :class:`~spadework.errors.EnvCrashed` saying so. For asyncio, ``areset``, ``astep``,
+``asolution``, ``ahint`` and ``atools`` run the blocking call in a worker thread
+(``asyncio.to_thread``), so an event loop can drive many handles at once.
 """
 
 from __future__ import annotations
@@ -101,6 +102,15 @@ class EnvHandle:
 
     async def astep(self, action: str) -> Any:
         return await asyncio.to_thread(self.step, action)
+
+    async def asolution(self) -> Any:
+        return await asyncio.to_thread(self.solution)
+
+    async def ahint(self) -> Any:
+        return await asyncio.to_thread(self.hint)
+
+    async def atools(self) -> Any:
+        return await asyncio.to_thread(self.tools)
 
     @property
     def alive(self) -> bool:

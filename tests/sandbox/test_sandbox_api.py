@@ -178,7 +178,8 @@ def test_asyncio_path(sb):
     async def play() -> float:
         with sb.load(GUESS) as env:
             await env.areset(seed=1)
-            return (await env.astep(env.solution()))[1]
+            assert await env.ahint() and await env.atools() == []
+            return (await env.astep(await env.asolution()))[1]
 
     assert asyncio.run(play()) == 1.0
 
