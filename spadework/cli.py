@@ -275,7 +275,7 @@ def archive_import_starter(db: str = _DB, run_dir: str = _RUN_DIR) -> None:
 @app.command("run")
 def run_cmd(
     preset: str = typer.Option("cpu", help="smoke, cpu (the default), paper-4b or paper-30b."),
-    config: Path = typer.Option(None, "--config", help="A TOML file over the preset ([play], [reward], ...)."),
+    config: Path = typer.Option(None, "--config", help="A TOML file over the preset: top-level settings and tables play, reward, design, curriculum, learner."),
     run_dir: Path = typer.Option(Path("runs/latest"), help="Archive, metrics.jsonl and checkpoints go here."),
     iterations: int = typer.Option(None, min=1, help="Total iterations of the run (default: the preset's)."),
     no_train: bool = typer.Option(False, "--no-train", help="Play and score with fixed weights."),

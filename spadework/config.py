@@ -133,15 +133,16 @@ def _smoke() -> RunConfig:
 
 
 def _cpu() -> RunConfig:
-    """The default: real self-play training of both roles with the default model on a CPU,
-    in about 20 minutes including setup."""
+    """The default: real self-play training of both roles with the default model on a CPU, sized
+    for about 20 minutes on two cores including setup (3 iterations of 3 environments x 2 arms
+    x 3 plays, 3 turns of 48 tokens; 2 designs of up to 512 tokens at iterations 0 and 2)."""
     return RunConfig(
-        preset="cpu", iterations=4, plays=4, train=True, checkpoint_every=2,
-        design=DesignConfig(attempts_per_slot=1, max_tokens=384, corpus_words=200,
+        preset="cpu", iterations=3, plays=3, train=True, checkpoint_every=1,
+        design=DesignConfig(attempts_per_slot=1, max_tokens=512, corpus_words=200,
                             memory_positives=1, memory_negatives=1, check_seeds=2),
-        play=PlayConfig(max_turns=4, max_tokens=64, context_tokens=2048, temperature=0.7),
+        play=PlayConfig(max_turns=3, max_tokens=48, context_tokens=2048, temperature=0.7),
         curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=2, skills_per_regen=2,
-                                    pool_size=4),
+                                    pool_size=3),
         learner=TrainConfig(micro_batch_size=4, temperature=0.7),
     )
 

@@ -129,6 +129,7 @@ def test_presets_and_toml(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_cli_smoke_with_the_default_model(tmp_path):
     """``spadework run --preset smoke --no-train`` end to end with the real default model."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -143,3 +144,30 @@ def test_cli_smoke_with_the_default_model(tmp_path):
         assert len(a.episodes()) == 2 * 2 * 2 * 2
         assert all(t.output_ids and len(t.output_ids) == len(t.logprobs)
                    for e in a.episodes() for t in e.turns)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_training_run_checkpoints_and_resumes_with_the_default_model(tmp_path):
+    """Both roles train (designer samples credited by their env's plays), the learner's
+    checkpoint is kept, and a resumed run restores it and trains on."""
+    from spadework.policy.hf import load_hf_policy
+
+    cfg = override(preset("smoke"), {
+        "iterations": 1, "train": True, "plays": 2, "checkpoint_every": 1,
+        "play": {"max_turns": 2, "max_tokens": 24},
+        "curriculum": {"pool_size": 2, "designs_per_regen": 1, "regen_interval": 1},
+        "design": {"max_tokens": 64}})
+    out = run(cfg, tmp_path, policy=load_hf_policy(None))
+    train = out[0].values["train"]
+    assert train["samples"] == train["agent_samples"] + train["designer_samples"] > 0
+    assert train["designer_samples"] == 1 and "loss" in train and "grad_norm" in train
+    latest = json.loads((tmp_path / "checkpoints" / "latest.json").read_text())
+    assert latest == {"iteration": 0, "dir": "iter_0000"}
+    assert (tmp_path / "checkpoints" / "iter_0000" / "learner.json").exists()
+    with Archive.open(archive_path(tmp_path)) as a:
+        assert all(x.trained_iteration == 0 for x in a.attempts())
+    out = run(override(cfg, {"iterations": 2}), tmp_path, resume=True, policy=load_hf_policy(None))
+    assert [m.iteration for m in out] == [1]
+    assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text())["iteration"] == 1
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
