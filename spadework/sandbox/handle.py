@@ -146,7 +146,8 @@ class EnvHandle:
         try:
             request = wire.frame(wire.encode([op, arg]), self._limits.max_message_bytes)
         except (wire.Unsendable, wire.ProtocolError) as e:
-            raise EnvError(f"{op}(): the request cannot be sent: {e}") from e
+            kind = EnvLoadError if op == "load" else EnvError  # e.g. a module over the size cap
+            raise kind(f"{op}(): the request cannot be sent: {e}") from e
         try:
             self._write(request, deadline)
             reply = self._read(deadline)

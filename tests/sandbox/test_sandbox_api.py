@@ -281,3 +281,9 @@ def test_children_start_with_fresh_global_generators(sb, make_env):
             draws.append(env.reset()[0].split())
     assert len({d[0] for d in draws}) == 3  # random
     assert len({d[1] for d in draws}) == 3  # numpy.random
+
+
+def test_module_over_the_message_cap_is_a_load_error(small_sb):
+    code = GUESS + "\nPAD = '" + "x" * (2 << 20) + "'\n"
+    with pytest.raises(EnvLoadError, match="cannot be sent"):
+        small_sb.load(code)
