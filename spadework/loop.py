@@ -292,8 +292,9 @@ def run_iteration(ctx: RunContext, i: int) -> IterationMetrics:
 
     state = cur.CurriculumState.from_dict(a.load_state("curriculum"))
     if todo("design"):
-        d = _design(ctx, i, state)
-        commit("design", d, lambda arch: arch.save_state("plan", {"iteration": i, **d}))
+        with a.transaction():  # the designer archives as it goes: a kill must undo all of it,
+            d = _design(ctx, i, state)  # or a redo would find its own designs as duplicates
+            commit("design", d, lambda arch: arch.save_state("plan", {"iteration": i, **d}))
     design = _plan(a, i)
     if todo("pool"):
         new = _pool(ctx, i, state, design)
@@ -303,9 +304,10 @@ def run_iteration(ctx: RunContext, i: int) -> IterationMetrics:
     plan = _plan(a, i)
     envs = _sources(a, plan["pool"])
     if todo("hints"):
-        hints = _hints(ctx, envs)
-        commit("hints", {"written": sum(1 for h in hints.values() if h)},
-               lambda arch: arch.save_state("plan", {**plan, "hints": hints}))
+        with a.transaction():  # hints_for may store hints; they commit with the stage
+            hints = _hints(ctx, envs)
+            commit("hints", {"written": sum(1 for h in hints.values() if h)},
+                   lambda arch: arch.save_state("plan", {**plan, "hints": hints}))
     hints = _plan(a, i).get("hints", {})
     if todo("play"):
         eps = _play(ctx, i, envs, hints)

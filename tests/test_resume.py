@@ -124,3 +124,34 @@ def STAGE_ORDER(p: tuple[int, str]) -> tuple[int, int]:  # noqa: N802 - reads li
     from spadework.loop import STAGES
 
     return p[0], STAGES.index(p[1])
+
+
+class _Killed(BaseException):
+    """Stands in for SIGKILL at a chosen line: nothing after it runs, nothing is committed."""
+
+
+def test_a_kill_inside_the_design_stage_leaves_no_trace(tmp_path, uninterrupted, monkeypatch):
+    """The designer archives each round as it goes; a kill after that, before the stage
+    commits, must roll it back, or the redo would reject its own design as a duplicate."""
+    from scripted_policy import slow_policy_factory
+
+    from spadework import loop
+    from spadework.config import override, preset
+
+    cfg = override(preset("smoke"), {"iterations": 2, "train": False})
+    real_commit = loop._commit
+
+    def commit(ctx, iteration, stage, figures, write=lambda a: None):
+        if stage == "design":
+            assert ctx.archive.attempts()  # the designer's round is in, uncommitted
+            raise _Killed
+        real_commit(ctx, iteration, stage, figures, write)
+
+    monkeypatch.setattr(loop, "_commit", commit)
+    with pytest.raises(_Killed):
+        loop.run(cfg, tmp_path, policy=slow_policy_factory())
+    monkeypatch.setattr(loop, "_commit", real_commit)
+    with Archive.open(archive_path(tmp_path)) as a:
+        assert a.attempts() == [] and a.load_state("progress") is None
+    loop.run(cfg, tmp_path, resume=True, policy=slow_policy_factory())
+    _check_consistent(tmp_path, uninterrupted)
