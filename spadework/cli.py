@@ -276,7 +276,8 @@ def archive_import_starter(db: str = _DB, run_dir: str = _RUN_DIR) -> None:
 def run_cmd(
     preset: str = typer.Option("cpu", help="smoke, cpu (the default), paper-4b or paper-30b."),
     config: Path = typer.Option(None, "--config", help="A TOML file over the preset: top-level settings and tables play, reward, design, curriculum, learner."),
-    run_dir: Path = typer.Option(Path("runs/latest"), help="Archive, metrics.jsonl and checkpoints go here."),
+    run_dir: Path = typer.Option(None, help="Archive, metrics.jsonl and checkpoints go here "
+                                 "(default: runs/PRESET-UTCTIME, a new one each run)."),
     iterations: int = typer.Option(None, min=1, help="Total iterations of the run (default: the preset's)."),
     no_train: bool = typer.Option(False, "--no-train", help="Play and score with fixed weights."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --run-dir where it stopped."),
@@ -289,9 +290,10 @@ def run_cmd(
     import importlib
     import importlib.util
     import json
+    import time
 
     from spadework.config import load_config, override
-    from spadework.errors import SpadeworkError
+    from spadework.errors import ConfigError, SpadeworkError
     from spadework.loop import run
     from spadework.progress import StageDisplay
 
@@ -304,6 +306,10 @@ def run_cmd(
                 typer.echo("the learner is not installed: running without training (--no-train)")
             top["train"] = False
         cfg = override(cfg, top)
+        if run_dir is None:
+            if resume:
+                raise ConfigError("--resume needs --run-dir: the folder of the run to continue")
+            run_dir = Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
         factory = None
         if policy:
             mod, _, fn = policy.partition(":")
