@@ -13,7 +13,8 @@ network) and keeps one environment from disturbing another:
 - processes: no fork, vfork, clone (threads included) or exec (seccomp, RLIMIT_NPROC=0); signals
   only to itself (seccomp argument filter, Landlock signal scoping); dies with the zygote;
 - files: Landlock allows reading the Python runtime and read-write in one scratch dir, nothing
-  else (no /proc, no /etc, no spadework source); as root the child also runs as uid 65534;
+  else (no /proc, no /etc, no spadework source); as root the child also runs as uid 65534; in
+  the child's mount namespace empty read-only tmpfs cover /proc and /dev/shm (Landlock or not);
 - network: seccomp refuses socket(); the zygote sits in an empty network namespace; Landlock
   denies TCP bind/connect;
 - privilege: PR_SET_NO_NEW_PRIVS, capabilities emptied, no ptrace, mount, namespaces, bpf, keyring;
@@ -24,7 +25,8 @@ It does not protect against: kernel exploits (seccomp default-allows the ordinar
 side channels and timing, CPU, memory-bandwidth or page-cache contention between children and the
 host, an environment lying about its own results or forging its own replies (the checker's job;
 a malformed reply is a crash), children of one sandbox sharing uid 65534, and, where Landlock is
-missing, reading world-readable files or listing /proc (``sb.isolation`` says which layers hold).
+missing, reading world-readable files and writing into world-writable dirs such as /tmp (each
+file capped by RLIMIT_FSIZE); ``sb.isolation`` says which layers hold.
 The zygote must stay alive: if it dies, its children die with it and the Sandbox must be
 restarted. Closing a handle waits for a call in flight on it (at most its deadline).
 

@@ -33,7 +33,7 @@ _SYS_LANDLOCK_RESTRICT_SELF = 446
 _SYS_CLOSE_RANGE = 436
 _CAP_VERSION_3 = 0x20080522
 _CLONE_NEWNS = 0x00020000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 1, 2, 4, 8, 0x4000, 0x40000
 _SCRATCH_INODES = 1024
 
 # Landlock filesystem rights (include/uapi/linux/landlock.h).
@@ -107,7 +107,19 @@ def scratch_quota(scratch: str, size: int, uid: int | None, gid: int | None,
     if libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
                   opts.encode()) != 0:
         return _err("scratch not size-capped: mount tmpfs")
-    return f"scratch {size} B tmpfs ({_SCRATCH_INODES} files)"
+    hidden = [path for path in _HIDDEN if _cover(path, libc)]
+    return f"scratch {size} B tmpfs ({_SCRATCH_INODES} files); {', '.join(hidden) or 'nothing'} hidden"
+
+
+#: Covered by an empty read-only tmpfs in the child's mount namespace: other processes'
+#: /proc/<pid>/{mem,environ,...} and the host-shared /dev/shm, even where Landlock is missing.
+_HIDDEN = ("/proc", "/dev/shm")
+
+
+def _cover(path: str, libc: ctypes.CDLL) -> bool:
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_RDONLY
+    return os.path.isdir(path) and libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags,
+                                               b"size=4096,nr_inodes=1,mode=0555") == 0
 
 
 def apply_rlimits(limits: dict) -> tuple[bool, str]:
