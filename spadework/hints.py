@@ -4,8 +4,8 @@ Where a hint comes from, per environment:
 
 - the environment's own ``hint()`` when it defines one: the rollout asks it per instance
   (``PlayJob.hint=None``), so :func:`hints_for` returns None for it;
-- else a hint stored in the archive by an earlier iteration (episode seeds depend on the run
-  seed, the env id and the play index only, so the seeds it was checked on are the ones played);
+- else a hint stored in the archive by an earlier iteration, checked again on this call's seeds
+  (the loop may play other instances each iteration);
 - else a hint the policy writes from the code (the paper's default), one batched call for all.
 
 Leak check: the hint must not contain the solution. solution() runs in the sandbox on the seeds
@@ -190,8 +190,10 @@ def write_hints(policy: Any, envs: Sequence[EnvSource], *, sandbox: Any, archive
                 max_turns: int = 20, max_tokens: int = 160, temperature: float = 0.3) -> HintReport:
     """Hints for ``envs`` with how each came about (see the module docstring).
 
-    ``seeds`` maps env id -> the instance seeds that will be played; by default those of
-    :func:`spadework.rollout.regret_jobs` (``episode_seed(run_seed, env_id, i)`` for ``i < plays``).
+    ``seeds`` maps env id -> the instance seeds that will be played; by default those
+    :func:`spadework.rollout.regret_jobs` plays for the same ``run_seed`` and ``plays``
+    (``episode_seed(run_seed, env_id, i)`` for ``i < plays``): pass the run seed and play count
+    the rollout gets, or the seeds themselves, or the check covers other instances.
     Kept policy hints are stored with ``archive.set_hint``; envs must be in the archive.
     """
     from spadework.policy.base import Conversation, SamplingParams
