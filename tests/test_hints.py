@@ -128,3 +128,12 @@ def test_batched_call_and_empty_reply(sb, archive):
 def test_prompt_names_the_tool_use_answer_format():
     assert "<answer>" in build_hint_prompt("class A: ...", "tool-use")[1]["content"]
     assert parse_hint('{"hint": "Check stock before ordering."}') == "Check stock before ordering."
+
+
+def test_archived_hint_is_checked_again_on_the_seeds_played(sb, archive):
+    answer = answer_for(sb, 21)
+    archive.set_hint(CHAIN.env_id, f"It is {answer}.")
+    report = write_hints(ScriptedPolicy([]), [CHAIN], sandbox=sb, archive=archive, run_seed=0,
+                         seeds={CHAIN.env_id: [21]})
+    assert report.outcomes[0].source == "archive" and report.hints == {CHAIN.env_id: None}
+    assert report.leaked == 1
