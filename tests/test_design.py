@@ -209,3 +209,13 @@ def test_design_command_with_the_real_model(tmp_path):
         assert len(x.output_ids) == len(x.logprobs) == 8 and len(x.prompt_ids) > 500
         assert all(math.isfinite(v) and v <= 0 for v in x.logprobs)
     assert stored[0].doc_id != stored[1].doc_id and stored[0].skill != stored[1].skill
+
+
+def test_tool_use_designs_take_the_same_path(sb, archive):
+    shipping = next(e for e in starter_envs() if e.name == "tool_shipping")
+    cfg = DesignConfig(setting="tool-use", attempts_per_slot=1)
+    (res,) = run(ScriptedPolicy([[fenced(shipping.code)]]), sb, archive, 1, cfg=cfg,
+                 skills=skills_for("tool-use"))
+    assert res.env is not None and res.env.setting == "tool-use", res.attempts[0].reason
+    prompt = res.attempts[0].messages[1]["content"]
+    assert "Subclass ToolEnv" in prompt and archive.get_env(res.env.env_id).setting == "tool-use"
