@@ -221,7 +221,6 @@ class Sandbox:
         except BaseException:
             handle.close()
             raise
-        handle._episode_deadline = time.monotonic() + self.limits.episode_seconds
         return handle
 
     def _fork_child(self) -> EnvHandle:

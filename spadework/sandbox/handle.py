@@ -66,16 +66,18 @@ class EnvHandle:
         self._lock = threading.Lock()
         self._dead: str | None = None
         self._closed = False
-        self._episode_deadline = time.monotonic() + self._limits.episode_seconds
+        # Seconds the environment may still spend inside calls this episode. Time the host spends
+        # elsewhere (a slow policy choosing the next action) is not the environment's to pay for.
+        self._episode_left = self._limits.episode_seconds
         os.set_blocking(req_fd, False)
         os.set_blocking(resp_fd, False)
 
     # ------------------------------------------------------------------ the contract's methods
 
     def reset(self, seed: int | None = None) -> Any:
-        """``env.reset(seed=seed)`` as the env returned it; starts the episode clock."""
+        """``env.reset(seed=seed)`` as the env returned it; refills the episode budget."""
         with self._lock:
-            self._episode_deadline = time.monotonic() + self._limits.episode_seconds
+            self._episode_left = self._limits.episode_seconds
             return self._call("reset", seed)
 
     def step(self, action: str) -> Any:
@@ -141,8 +143,10 @@ class EnvHandle:
         if self._dead is not None:
             raise EnvCrashed(f"{op}(): this environment handle is dead ({self._dead})")
         budget = self._limits.step_seconds if seconds is None else seconds
-        deadline = min(time.monotonic() + budget, self._episode_deadline)
-        what = "episode" if deadline == self._episode_deadline else f"{budget:g}s call"
+        episode = op != "load" and self._episode_left <= budget
+        what = "episode" if episode else f"{budget:g}s call"
+        started = time.monotonic()
+        deadline = started + (self._episode_left if episode else budget)
         try:
             request = wire.frame(wire.encode([op, arg]), self._limits.max_message_bytes)
         except (wire.Unsendable, wire.ProtocolError) as e:
@@ -152,10 +156,14 @@ class EnvHandle:
             self._write(request, deadline)
             reply = self._read(deadline)
         except _Deadline as e:
+            self._episode_left = 0.0
             self._kill(f"{op}() passed its {what} deadline")
             raise EnvTimeout(f"{op}() passed its {what} deadline; the child was killed") from e
         except (wire.ProtocolError, ValueError, TypeError, OSError) as e:
             raise self._crashed(f"{op}(): {e}") from e
+        finally:
+            if op != "load":
+                self._episode_left -= time.monotonic() - started
         if not (isinstance(reply, list) and len(reply) == 2):
             raise self._crashed(f"{op}(): malformed reply (not a [status, payload] pair)")
         status, payload = reply

@@ -31,7 +31,9 @@ class Limits:
     step_seconds: float = 5.0
     """Wall-clock seconds for one reset/step/solution/hint/tools call."""
     episode_seconds: float = 60.0
-    """Wall-clock seconds from reset() (or from load, before the first reset) for all calls."""
+    """Wall-clock seconds the environment may spend inside its calls, summed from reset() (or
+    from load, before the first reset). Time between calls (the policy thinking) is not counted,
+    so a slow model never kills a healthy environment."""
     load_seconds: float = 10.0
     """Wall-clock seconds to fork, harden, import the module and instantiate the class."""
     cpu_seconds: int = 30

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import time
 
 import pytest
 
@@ -131,6 +134,17 @@ def test_episode_deadline(make_env):
             with pytest.raises(EnvTimeout, match="episode"):
                 for _ in range(10):
                     env.step("a")
+
+
+def test_episode_budget_counts_only_time_inside_the_environment(make_env):
+    # A slow policy between steps (here: the host sleeping) must not use up the episode budget.
+    with Sandbox(Limits(step_seconds=5, episode_seconds=0.5)) as box:
+        with box.load(make_env("return 'o', 0.0, False, False, {}")) as env:
+            env.reset()
+            for _ in range(3):
+                time.sleep(0.3)
+                assert env.step("a")[0] == "o"
+            assert env.alive
 
 
 def test_load_timeout(quick_sb):
