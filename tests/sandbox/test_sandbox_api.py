@@ -8,8 +8,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import time
-
 import pytest
 
 from spadework.errors import (
