@@ -82,7 +82,6 @@ _CLOSE = "</tool_call>"
 _FUNC_RE = re.compile(r"<function=\s*([^<>\s]+?)\s*>")
 _PARAM_RE = re.compile(r"<parameter=\s*([^<>\s]+?)\s*>")
 _FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?")
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _XML_KEY_RE = re.compile(r"[^<>\s]+")
 
 
@@ -303,8 +302,12 @@ def parse_answer(text: str) -> str | None:
     >>> parse_answer("<think><answer>x</answer></think>no answer") is None
     True
     """
-    found = _ANSWER_RE.findall(_after_thinking(text))
-    return found[-1].strip() if found else None
+    # Linear: the last closing tag, then the last opening tag before it (a regex scan is
+    # quadratic on many unclosed <answer> tags).
+    text = _after_thinking(text)
+    end = text.rfind("</answer>")
+    start = text.rfind("<answer>", 0, end) if end >= 0 else -1
+    return text[start + len("<answer>"):end].strip() if start >= 0 else None
 
 
 def _xml_literal(value: object) -> str:
