@@ -1,0 +1,202 @@
+"""Learner throughput and peak memory: spadework's GRPO step against trl's GRPOTrainer.
+
+Prints one JSON object. Both sides train the default model (SmolLM2-135M-Instruct, fp32 on CPU)
+with the same LoRA (r 16, alpha 32, the same seven projection layers), the same batch of
+``--samples`` sequences of ``--prompt`` + ``--output`` random token ids (seeded), advantages
++1/-1, ``--micro`` samples per forward/backward pass, AdamW, gradient clipping at 1.0, one thread.
+
+What is timed, on each side, is one optimizer step on a prepared batch, generation excluded:
+
+- spadework: ``Learner.step(samples)``: packing, forward, LM head over output positions,
+  logprobs, entropy, loss, backward per micro-batch, gradient clipping, AdamW step.
+- trl: for each micro-batch ``trainer.compute_loss(model, inputs)`` (its fused LM head,
+  logprobs, entropy, loss) and ``trainer.accelerator.backward(loss)``, then
+  ``accelerator.clip_grad_norm_`` and ``optimizer.step()``. ``GRPOTrainer.training_step`` is not
+  called because it starts with ``_prepare_inputs``, which generates completions. ``loss_type``
+  is ``bnpo`` (token mean), ``beta`` 0 (no reference pass), on-policy (no old logprobs), like our
+  defaults.
+
+Each side runs in its own subprocess, so its peak memory is its own. Memory is peak resident
+set size from ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (``peak_rss_mib``), and
+``train_rss_mib`` = that peak minus the RSS right after the model was loaded, i.e. what training
+adds (activations, logits, gradients, optimizer state). ``tokens_per_s`` counts trained (output) tokens per second of wall
+time, best of ``--repeats`` timed steps after one warm-up step; ``tokens_per_cpu_s`` uses the
+process's CPU time, steadier on a shared machine. ``ratio_vs_trl`` divides ours by trl's, same
+run. With CUDA, a bf16 step of ours (and trl's) on the GPU is reported too; else "skipped".
+
+Usage: .venv/bin/python benchmarks/learner.py [--samples 16 --prompt 256 --output 128 --micro 4
+       --repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _batch(args: argparse.Namespace, vocab: int) -> list[tuple[list[int], list[int], float]]:
+    import random
+
+    rng = random.Random(0)
+    return [([rng.randrange(100, vocab) for _ in range(args.prompt)],
+             [rng.randrange(100, vocab) for _ in range(args.output)], 1.0 if i % 2 else -1.0)
+            for i in range(args.samples)]
+
+
+def _ours(policy, batch, args, device: str):
+    from spadework.train import Learner, Sample, TrainConfig
+
+    learner = Learner(policy, TrainConfig(micro_batch_size=args.micro))
+    samples = [Sample("agent", tuple(p), tuple(o), tuple([-1.0] * len(o)), a) for p, o, a in batch]
+    return lambda: learner.step(samples)
+
+
+def _trl(policy, batch, args, device: str):
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer
+
+    from spadework.train.grpo import DEFAULT_TARGETS
+
+    cfg = GRPOConfig(
+        output_dir=os.path.join(args.tmp, "trl"), per_device_train_batch_size=args.micro,
+        gradient_accumulation_steps=args.samples // args.micro, num_generations=args.micro,
+        max_completion_length=args.output, learning_rate=1e-5, weight_decay=0.1, adam_beta2=0.98,
+        max_grad_norm=1.0, beta=0.0, loss_type="bnpo", epsilon=0.2, epsilon_high=0.28,
+        use_cpu=device == "cpu", bf16=device != "cpu", report_to=[], logging_steps=10**9,
+        save_strategy="no",
+    )
+    lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=list(DEFAULT_TARGETS),
+                      task_type="CAUSAL_LM")
+    trainer = GRPOTrainer(model=policy.model, reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+                          args=cfg, train_dataset=Dataset.from_dict({"prompt": ["hi"] * 16}),
+                          processing_class=policy.tokenizer, peft_config=lora)
+    trainer.create_optimizer()
+    model = trainer.model
+    trainer.current_gradient_accumulation_steps = args.samples // args.micro
+    dev = next(model.parameters()).device
+    micro = []
+    for s in range(0, len(batch), args.micro):
+        part = batch[s : s + args.micro]
+        micro.append({
+            "prompt_ids": torch.tensor([p for p, _, _ in part], device=dev),
+            "prompt_mask": torch.ones((len(part), args.prompt), dtype=torch.long, device=dev),
+            "completion_ids": torch.tensor([o for _, o, _ in part], device=dev),
+            "completion_mask": torch.ones((len(part), args.output), dtype=torch.long, device=dev),
+            "advantages": torch.tensor([a for _, _, a in part], device=dev),
+            "num_items_in_batch": torch.tensor(float(args.samples * args.output), device=dev),
+        })
+
+    def step():
+        model.train()
+        for inputs in micro:
+            loss = trainer.compute_loss(model, inputs)
+            trainer.accelerator.backward(loss)
+        trainer.accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        trainer.optimizer.step()
+        trainer.optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def worker(side: str, device: str, args: argparse.Namespace) -> dict:
+    import torch
+
+    from spadework.policy.hf import load_hf_policy
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    policy = load_hf_policy(device=device)
+    loaded = _rss_mib()
+    batch = _batch(args, len(policy.tokenizer))
+    step = (_ours if side == "spadework" else _trl)(policy, batch, args, device)
+    trainable = {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
+    step()  # warm-up
+    moved = any(bool((p.detach() != trainable[n]).any())
+                for n, p in policy.model.named_parameters() if n in trainable)
+    best_wall, best_cpu = float("inf"), float("inf")
+    for _ in range(args.repeats):
+        if device != "cpu":
+            torch.cuda.synchronize()
+        wall, cpu = time.perf_counter(), time.process_time()
+        step()
+        if device != "cpu":
+            torch.cuda.synchronize()
+        best_wall = min(best_wall, time.perf_counter() - wall)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+    tokens = args.samples * args.output
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out = {"step_s": round(best_wall, 3), "tokens_per_s": round(tokens / best_wall, 1),
+           "tokens_per_cpu_s": round(tokens / best_cpu, 1), "peak_rss_mib": round(peak, 1),
+           "train_rss_mib": round(peak - loaded, 1), "lora_params": len(trainable),
+           "weights_moved": moved}
+    if device != "cpu":
+        out["peak_cuda_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return out
+
+
+def _run(side: str, device: str, args: argparse.Namespace) -> dict:
+    cmd = [sys.executable, __file__, "--worker", side, "--device", device, "--samples",
+           str(args.samples), "--prompt", str(args.prompt), "--output", str(args.output),
+           "--micro", str(args.micro), "--repeats", str(args.repeats), "--tmp", args.tmp]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1:] or ["exit %d" % done.returncode]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _compare(device: str, args: argparse.Namespace) -> dict:
+    ours, trl = _run("spadework", device, args), _run("trl", device, args)
+    row = {"spadework": ours, "trl": trl}
+    if "error" not in ours and "error" not in trl:
+        row["ratio_vs_trl"] = {
+            "tokens_per_s": round(ours["tokens_per_s"] / trl["tokens_per_s"], 3),
+            "tokens_per_cpu_s": round(ours["tokens_per_cpu_s"] / trl["tokens_per_cpu_s"], 3),
+            "train_rss": round(ours["train_rss_mib"] / max(trl["train_rss_mib"], 1e-9), 3),
+        }
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--samples", type=int, default=16)
+    ap.add_argument("--prompt", type=int, default=256)
+    ap.add_argument("--output", type=int, default=128)
+    ap.add_argument("--micro", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--worker", choices=["spadework", "trl"])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--tmp", default="/tmp/spadework-learner-bench")
+    args = ap.parse_args()
+    if args.samples % args.micro:
+        ap.error("--samples must be a multiple of --micro")
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.device, args)))
+        return
+    import torch
+
+    result = {"model": "smollm2-135m-instruct", "batch": {
+        "samples": args.samples, "prompt_tokens": args.prompt, "output_tokens": args.output,
+        "micro_batch": args.micro, "lora_r": 16}, "threads": 1, "cpu_fp32": _compare("cpu", args)}
+    result["cuda_bf16"] = _compare("cuda", args) if torch.cuda.is_available() else "skipped: no CUDA"
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
