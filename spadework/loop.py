@@ -223,6 +223,8 @@ def _train(ctx: RunContext, i: int, episodes: list[Episode]):
                                "dropped": {**agent.dropped, **designer.dropped}}
     if ctx.trained_through >= i:
         figures["note"] = "step already in the checkpoint (resumed)"
+    elif samples and ctx.cfg.learner.kl_coef == 0 and all(s.advantage == 0 for s in samples):
+        figures["note"] = "no update: every advantage is 0 (each group scored alike), no gradient"
     elif samples:
         ctx.show("train", f"{len(samples)} samples ({len(designer.samples)} designer)")
         figures.update(ctx.learner.step(samples))

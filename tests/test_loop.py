@@ -160,8 +160,9 @@ def test_training_run_checkpoints_and_resumes_with_the_default_model(tmp_path):
         "design": {"max_tokens": 64}})
     out = run(cfg, tmp_path, policy=load_hf_policy(None))
     train = out[0].values["train"]
-    assert train["samples"] == train["agent_samples"] + train["designer_samples"] > 0
-    assert train["designer_samples"] == 1 and "loss" in train and "grad_norm" in train
+    assert train["designer_samples"] == 1 and train["agent_samples"] > 0
+    # a step when some group's plays differ; otherwise the loop says why it skipped
+    assert "grad_norm" in train or train["note"].startswith("no update")
     latest = json.loads((tmp_path / "checkpoints" / "latest.json").read_text())
     assert latest == {"iteration": 0, "dir": "iter_0000"}
     assert (tmp_path / "checkpoints" / "iter_0000" / "learner.json").exists()
@@ -171,3 +172,55 @@ def test_training_run_checkpoints_and_resumes_with_the_default_model(tmp_path):
     assert [m.iteration for m in out] == [1]
     assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text())["iteration"] == 1
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+class RecordingLearner:
+    """Stands in for ``train.grpo.Learner`` (whose real test needs the model): records the
+    samples of each step and writes a checkpoint folder like the real one."""
+
+    def __init__(self):
+        self.steps: list[list] = []
+
+    def step(self, samples):
+        self.steps.append(list(samples))
+        return {"loss": 0.0, "samples": float(len(samples)), "grad_norm": 1.0}
+
+    def save(self, directory):
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        (Path(directory) / "learner.json").write_text(json.dumps({"steps": len(self.steps)}))
+        return Path(directory)
+
+
+def half_solving_script(conv, turn):
+    """Designs the arithmetic chain; solves its instances whose ``a`` is even, so plays differ."""
+    import re
+
+    m = re.search(r"Compute \((\d+) \* (\d+) \+ (\d+)\) mod (\d+)", conv.messages[-1]["content"])
+    if m and conv.messages[0]["role"] != "system":
+        a, b, c, mod = map(int, m.groups())
+        return f"\\boxed{{{(a * b + c) % mod if a % 2 == 0 else mod + 1}}}"
+    return designing_script(conv, turn)
+
+
+def test_train_stage_gets_both_roles_and_marks_them(tmp_path, cfg):
+    from spadework.loop import RunContext, run_iteration
+    from spadework.sandbox import Limits, Sandbox
+
+    cfg = override(cfg, {"train": True, "plays": 4, "checkpoint_every": 1})
+    learner = RecordingLearner()
+    with Archive.open(archive_path(tmp_path)) as a, Sandbox(Limits(episode_seconds=600)) as sb:
+        a.import_starter()
+        from spadework.default_corpus import load_default_corpus
+        ctx = RunContext(cfg, tmp_path, a, ScriptedPolicy(half_solving_script), sb, learner=learner,
+                         corpus=load_default_corpus)
+        m = run_iteration(ctx, 0)
+        (samples,) = learner.steps
+        roles = [s.role for s in samples]
+        assert roles.count("designer") == 2 and roles[:2] == ["designer", "designer"]
+        agent = [s for s in samples if s.role == "agent"]
+        assert agent and {s.advantage > 0 for s in agent} == {True, False}  # wins and losses
+        assert all(x.trained_iteration == 0 for x in a.attempts())
+        assert m.values["train"]["agent_samples"] == len(agent)
+        assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text())["iteration"] == 0
+        designed = next(x for x in a.attempts() if x.outcome == "accepted")
+        assert 0 < a.env_stats(designed.env_id).win_rate < 1
