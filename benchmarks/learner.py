@@ -22,10 +22,11 @@ set size from ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (``peak_rss_mib``), 
 adds (activations, logits, gradients, optimizer state). ``tokens_per_s`` counts trained (output) tokens per second of wall
 time, best of ``--repeats`` timed steps after one warm-up step; ``tokens_per_cpu_s`` uses the
 process's CPU time, steadier on a shared machine. ``ratio_vs_trl`` divides ours by trl's, same
-run. With CUDA, a bf16 step of ours (and trl's) on the GPU is reported too; else "skipped".
+run. ``--with-checkpointing`` adds our step with gradient checkpointing (activations recomputed
+in the backward pass). With CUDA, a bf16 step of ours (and trl's) on the GPU is reported too; else "skipped".
 
 Usage: .venv/bin/python benchmarks/learner.py [--samples 16 --prompt 256 --output 128 --micro 4
-       --repeats 2]
+       --repeats 2] [--with-checkpointing]
 """
 
 from __future__ import annotations
@@ -58,10 +59,11 @@ def _batch(args: argparse.Namespace, vocab: int) -> list[tuple[list[int], list[i
             for i in range(args.samples)]
 
 
-def _ours(policy, batch, args, device: str):
+def _ours(policy, batch, args, device: str, checkpointing: bool = False):
     from spadework.train import Learner, Sample, TrainConfig
 
-    learner = Learner(policy, TrainConfig(micro_batch_size=args.micro))
+    learner = Learner(policy, TrainConfig(micro_batch_size=args.micro,
+                                          gradient_checkpointing=checkpointing))
     samples = [Sample("agent", tuple(p), tuple(o), tuple([-1.0] * len(o)), a) for p, o, a in batch]
     return lambda: learner.step(samples)
 
@@ -125,7 +127,10 @@ def worker(side: str, device: str, args: argparse.Namespace) -> dict:
     policy = load_hf_policy(device=device)
     loaded = _rss_mib()
     batch = _batch(args, len(policy.tokenizer))
-    step = (_ours if side == "spadework" else _trl)(policy, batch, args, device)
+    if side == "trl":
+        step = _trl(policy, batch, args, device)
+    else:
+        step = _ours(policy, batch, args, device, checkpointing=side == "spadework_ckpt")
     trainable = {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
     step()  # warm-up
     moved = any(bool((p.detach() != trainable[n]).any())
@@ -164,6 +169,8 @@ def _run(side: str, device: str, args: argparse.Namespace) -> dict:
 def _compare(device: str, args: argparse.Namespace) -> dict:
     ours, trl = _run("spadework", device, args), _run("trl", device, args)
     row = {"spadework": ours, "trl": trl}
+    if args.with_checkpointing:
+        row["spadework_checkpointing"] = _run("spadework_ckpt", device, args)
     if "error" not in ours and "error" not in trl:
         row["ratio_vs_trl"] = {
             "tokens_per_s": round(ours["tokens_per_s"] / trl["tokens_per_s"], 3),
@@ -180,7 +187,9 @@ def main() -> None:
     ap.add_argument("--output", type=int, default=128)
     ap.add_argument("--micro", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--worker", choices=["spadework", "trl"])
+    ap.add_argument("--worker", choices=["spadework", "spadework_ckpt", "trl"])
+    ap.add_argument("--with-checkpointing", action="store_true",
+                    help="also time our step with gradient checkpointing (less memory)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--tmp", default="/tmp/spadework-learner-bench")
     args = ap.parse_args()

@@ -41,7 +41,10 @@ class TrainConfig:
     truncated importance weight cap. ``kl_coef``: weight of the k3 KL to the reference model (the
     base model with adapters off; a frozen copy when ``lora=False``); 0 skips its forward pass.
     ``aggregation``: ``token`` or ``sequence`` (see ``token_weights``). ``micro_batch_size``:
-    samples per forward/backward pass (memory, not maths). ``temperature``: the sampling
+    samples per forward/backward pass, and ``micro_batch_tokens`` the most padded tokens
+    (rows x longest row) in one, a longer sample going alone (memory, not maths).
+    ``gradient_checkpointing`` recomputes activations in the backward pass (less memory, about a
+    third more compute). ``temperature``: the sampling
     temperature, so recomputed logprobs follow the sampler's convention (0 means greedy = 1).
     ``seed``: LoRA initialisation.
     """
@@ -62,6 +65,8 @@ class TrainConfig:
     lora_dropout: float = 0.0
     target_modules: tuple[str, ...] = DEFAULT_TARGETS
     micro_batch_size: int = 4
+    micro_batch_tokens: int = 8192
+    gradient_checkpointing: bool = False
     temperature: float = 1.0
     seed: int = 0
 
@@ -81,6 +86,8 @@ class TrainConfig:
             (0 <= self.lora_dropout < 1, f"lora_dropout must lie in [0, 1), got {self.lora_dropout}"),
             (bool(self.target_modules), "target_modules is empty; name the layers to adapt"),
             (self.micro_batch_size >= 1, f"micro_batch_size must be >= 1, got {self.micro_batch_size}"),
+            (self.micro_batch_tokens >= 1,
+             f"micro_batch_tokens must be >= 1, got {self.micro_batch_tokens}"),
             (self.temperature >= 0, f"temperature must be >= 0, got {self.temperature}"),
         ]
         for ok, reason in checks:
@@ -101,6 +108,10 @@ class Learner:
             policy.model = _wrap_lora(policy.model, self.cfg)
         else:
             policy.model.requires_grad_(True)
+        if self.cfg.gradient_checkpointing:
+            enable = (getattr(policy.model, "activation_checkpointing_enable", None)
+                      or policy.model.gradient_checkpointing_enable)  # the name before transformers 5.x
+            enable({"use_reentrant": False})  # the checkpoint kwargs, first in both signatures
         self._ref = _frozen_copy(policy.model) if (self.cfg.kl_coef and not self.cfg.lora) else None
         self.params = [p for p in policy.model.parameters() if p.requires_grad]
         if not self.params:
@@ -133,13 +144,11 @@ class Learner:
         t0 = time.perf_counter()
         cfg = self.cfg
         total_tokens = sum(s.n_tokens for s in samples)
-        order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + samples[i].n_tokens)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         sums: Counter[str] = Counter()
         maxima = {"ratio_max": 0.0, "sample_ratio_max": 0.0}
-        for start in range(0, len(order), cfg.micro_batch_size):
-            micro = [samples[i] for i in order[start : start + cfg.micro_batch_size]]
+        for micro in micro_batches(samples, cfg.micro_batch_size, cfg.micro_batch_tokens):
             loss, terms, extra = self._micro_loss(micro, total_tokens, len(samples))
             loss.backward()
             sums["loss"] += float(loss.detach())
@@ -227,6 +236,25 @@ class Learner:
         path = Path(directory)
         self.model.save_pretrained(str(path))
         return path
+
+
+def micro_batches(samples: Sequence[Sample], max_rows: int, max_tokens: int) -> list[list[Sample]]:
+    """Samples sorted by length (little padding), cut into micro-batches of at most ``max_rows``
+    rows and ``max_tokens`` padded tokens (rows x longest row); a longer sample goes alone.
+
+    >>> s = lambda n: Sample("agent", (1,) * n, (2,), (-0.1,), 0.0)
+    >>> [[x.n_tokens + len(x.prompt_ids) for x in m] for m in micro_batches([s(9), s(2), s(3), s(4)], 3, 10)]
+    [[3, 4], [5], [10]]
+    """
+    order = sorted(samples, key=lambda x: len(x.prompt_ids) + x.n_tokens)
+    out: list[list[Sample]] = []
+    for sample in order:
+        width = len(sample.prompt_ids) + sample.n_tokens  # the longest so far: sorted
+        if out and len(out[-1]) < max_rows and width * (len(out[-1]) + 1) <= max_tokens:
+            out[-1].append(sample)
+        else:
+            out.append([sample])
+    return out
 
 
 def _wrap_lora(model: Any, cfg: TrainConfig) -> Any:

@@ -46,9 +46,12 @@ def test_on_policy_first_step_has_unit_ratios_despite_padding(tiny_policy):
 @pytest.mark.parametrize("aggregation", ["token", "sequence"])
 def test_micro_batching_does_not_change_the_update(aggregation):
     updates = []
-    for mbs in (1, 4, 16):
+    # one big batch; one sample per pass; rows capped by tokens; activations recomputed
+    for mbs, tokens, ckpt in ((16, 8192, False), (1, 8192, False), (4, 30, False), (3, 8192, True)):
         policy = make_tiny_policy()
-        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=mbs, aggregation=aggregation))
+        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=mbs, aggregation=aggregation,
+                                              micro_batch_tokens=tokens, gradient_checkpointing=ckpt))
+        assert ckpt == any(getattr(m, "gradient_checkpointing", False) for m in policy.model.modules())
         before = lora_state(learner)
         stats = learner.step(samples_for(policy))
         after = lora_state(learner)
