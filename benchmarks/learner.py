@@ -19,8 +19,8 @@ What is timed, on each side, is one optimizer step on a prepared batch, generati
 Each side runs in its own subprocess, so its peak memory is its own. Memory is peak resident
 set size from ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (``peak_rss_mib``), and
 ``train_rss_mib`` = that peak minus the RSS right after the model was loaded, i.e. what training
-adds (activations, logits, gradients, optimizer state). ``tokens_per_s`` counts trained (output) tokens per second of wall
-time, best of ``--repeats`` timed steps after one warm-up step; ``tokens_per_cpu_s`` uses the
+adds (activations, logits, gradients, optimizer state). ``tokens_per_s`` counts trained
+(output) tokens per second of wall time, best of ``--repeats`` timed steps after one warm-up step; ``tokens_per_cpu_s`` uses the
 process's CPU time, steadier on a shared machine. ``ratio_vs_trl`` divides ours by trl's, same
 run. ``--with-checkpointing`` adds our step with gradient checkpointing (activations recomputed
 in the backward pass). With CUDA, a bf16 step of ours (and trl's) on the GPU is reported too; else "skipped".

@@ -134,7 +134,8 @@ class Learner:
 
         Keys: loss, pg_loss, kl, entropy (nats per token), clip_frac, ratio_mean, ratio_max (PPO
         ratio), tis_mean, tis_capped_frac, sample_ratio_mean, sample_ratio_max (train vs sampler,
-        uncapped), grad_norm (before clipping), tokens, samples, samples_agent,
+        uncapped), grad_norm (before clipping), step_skipped (1 when the gradient was not finite
+        and no update was made), tokens, samples, samples_agent,
         samples_designer, adv_mean, seconds.
         """
         import torch
@@ -163,7 +164,8 @@ class Learner:
             maxima["ratio_max"] = max(maxima["ratio_max"], float(terms["ratio"].max()))
             maxima["sample_ratio_max"] = max(maxima["sample_ratio_max"], float(terms["sample_ratio"].max()))
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
-        if torch.isfinite(grad_norm):
+        finite = bool(torch.isfinite(grad_norm))
+        if finite:  # a NaN/inf gradient would poison the weights and Adam's moments for good
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.steps += 1
@@ -176,7 +178,8 @@ class Learner:
             "tis_mean": sums["tis"] / n, "tis_capped_frac": sums["tis_capped"] / n,
             "sample_ratio_mean": sums["sample_ratio"] / n,
             "sample_ratio_max": maxima["sample_ratio_max"],
-            "grad_norm": float(grad_norm), "tokens": n, "samples": float(len(samples)),
+            "grad_norm": float(grad_norm), "step_skipped": float(not finite), "tokens": n,
+            "samples": float(len(samples)),
             "samples_agent": float(roles["agent"]), "samples_designer": float(roles["designer"]),
             "adv_mean": sum(s.advantage for s in samples) / len(samples),
             "seconds": time.perf_counter() - t0,
