@@ -21,6 +21,7 @@ def test_first_update_importance_ratio_is_one_and_sampler_follows_the_learner(de
     # temperature 1, no truncation; mixed prompt and output lengths in one padded micro-batch
     first = samples(default_policy, SamplingParams(temperature=1.0, max_tokens=40, n=3, seed=5))
     stats = Learner(default_policy, TrainConfig(lr=1e-4, micro_batch_size=6)).step(first)
+    print("T=1 ratio mean/max:", stats["sample_ratio_mean"], stats["sample_ratio_max"])
     assert abs(stats["sample_ratio_mean"] - 1) < 1e-3, stats
     assert stats["sample_ratio_max"] < 1.02 and stats["tis_capped_frac"] == 0.0, stats
     # after the update, sample again (same module, in place) at the reference's agent settings:
@@ -28,5 +29,6 @@ def test_first_update_importance_ratio_is_one_and_sampler_follows_the_learner(de
     params = SamplingParams(temperature=0.6, top_p=0.95, top_k=20, max_tokens=40, n=3, seed=6)
     second = samples(default_policy, params)
     stats = Learner(default_policy, TrainConfig(temperature=0.6, micro_batch_size=2)).step(second)
+    print("T=0.6 ratio mean/max:", stats["sample_ratio_mean"], stats["sample_ratio_max"])
     assert abs(stats["sample_ratio_mean"] - 1) < 1e-3, stats
     assert stats["sample_ratio_max"] < 1.02, stats
