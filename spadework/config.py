@@ -128,7 +128,7 @@ def _smoke() -> RunConfig:
         play=PlayConfig(max_turns=3, max_tokens=48, context_tokens=2048, temperature=0.7),
         curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=1, skills_per_regen=1,
                                     pool_size=2),
-        learner=TrainConfig(micro_batch_size=4, temperature=0.7),
+        learner=TrainConfig(micro_batch_size=2, temperature=0.7),
     )
 
 
@@ -143,7 +143,7 @@ def _cpu() -> RunConfig:
         play=PlayConfig(max_turns=3, max_tokens=48, context_tokens=2048, temperature=0.7),
         curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=2, skills_per_regen=2,
                                     pool_size=3),
-        learner=TrainConfig(micro_batch_size=4, temperature=0.7),
+        learner=TrainConfig(micro_batch_size=2, temperature=0.7),
     )
 
 
