@@ -20,13 +20,20 @@ import tempfile
 import threading
 import time
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from pathlib import Path
 
 import msgpack
 
 from spadework.env.contract import find_env_class
-from spadework.errors import ContractError, EnvCrashed, EnvError, EnvLoadError, SandboxUnavailable
+from spadework.errors import (
+    ConfigError,
+    ContractError,
+    EnvCrashed,
+    EnvError,
+    EnvLoadError,
+    SandboxUnavailable,
+)
 from spadework.sandbox.handle import EnvHandle
 from spadework.sandbox.limits import Isolation, Limits
 
@@ -61,8 +68,19 @@ class Sandbox:
     :class:`EnvHandle`; the sandbox is thread-safe and its handles may be used from many threads.
     """
 
-    def __init__(self, limits: Limits | None = None, *, toolenv_path: str | Path | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, *, toolenv_path: str | Path | None = None,
+                 prefork: int = 2) -> None:
+        if isinstance(prefork, bool) or not isinstance(prefork, int) or prefork < 0:
+            raise ConfigError(f"Sandbox(prefork=...) must be an int >= 0, got {prefork!r}")
         self.limits = limits or Limits()
+        # Hardened children forked ahead of time, waiting for their module: forking and
+        # hardening (~5 ms) then happen on a background thread instead of on the load path.
+        self.prefork = prefork
+        self._spares: deque[tuple[EnvHandle, list]] = deque()
+        self._trash: list[str] = []
+        self._wake = threading.Condition(threading.Lock())
+        self._filler: threading.Thread | None = None
+        self._stopping = False
         path = Path(toolenv_path) if toolenv_path is not None else _TOOLENV
         self._toolenv = str(path) if path.is_file() else None
         self._zlock = threading.Lock()
@@ -110,6 +128,54 @@ class Sandbox:
             self.close()
             raise
         self._require(self.isolation)
+        self._stopping = False
+        self._filler = threading.Thread(target=self._fill, name="spadework-prefork", daemon=True)
+        self._filler.start()
+
+    def _fill(self) -> None:
+        """Background thread: keep ``prefork`` hardened spares ready and delete used scratch dirs.
+
+        A failure here only stops the pre-forking: ``load`` then forks on its own path, where the
+        same failure is raised to the caller with its reason.
+        """
+        while True:
+            with self._wake:
+                while not self._stopping and not self._trash and len(self._spares) >= self.prefork:
+                    self._wake.wait()
+                if self._stopping:
+                    return
+                trash, self._trash = self._trash, []
+                want = len(self._spares) < self.prefork
+            for path in trash:
+                shutil.rmtree(path, ignore_errors=True)
+            if not want:
+                continue
+            try:
+                handle = self._fork_child()
+                layers = handle._handshake(time.monotonic() + self.limits.load_seconds)
+            except (EnvError, SandboxUnavailable):
+                return
+            with self._wake:
+                keep = not self._stopping
+                if keep:
+                    self._spares.append((handle, layers))
+            if not keep:
+                handle.close()  # outside the lock: close() reaches _forget, which takes it
+                return
+
+    def _hardened_child(self, deadline: float) -> tuple[EnvHandle, list]:
+        """A spare if one is ready (and tell the filler to replace it), else fork one now."""
+        with self._wake:
+            if self._spares:
+                spare = self._spares.popleft()
+                self._wake.notify()
+                return spare
+        handle = self._fork_child()
+        try:
+            return handle, handle._handshake(deadline)
+        except BaseException:
+            handle.close()
+            raise
 
     def _start_zygote(self) -> dict:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -154,6 +220,17 @@ class Sandbox:
 
     def close(self) -> None:
         """Kill every child, stop the zygote, remove the scratch tree. Idempotent."""
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+        if self._filler is not None and self._filler is not threading.current_thread():
+            self._filler.join()
+            self._filler = None
+        with self._wake:
+            spares, self._trash = list(self._spares), []
+            self._spares.clear()
+        for handle, _layers in spares:
+            handle.close()
         with self._hlock:
             handles = list(self._handles)
         for handle in handles:
@@ -207,9 +284,9 @@ class Sandbox:
             raise ContractError(found.reason)  # a fresh exception each time, not the cached one
         name = class_name or found
         deadline = time.monotonic() + self.limits.load_seconds
-        handle = self._fork_child()
+        handle, layers = self._hardened_child(deadline)
         try:
-            iso = Isolation.from_report(handle._handshake(deadline))
+            iso = Isolation.from_report(layers)
             missing = iso.missing(self.limits.required_layers)
             if missing and not self.limits.allow_degraded:
                 raise SandboxUnavailable(
@@ -323,6 +400,11 @@ class Sandbox:
     def _forget(self, handle: EnvHandle) -> None:
         with self._hlock:
             self._handles.discard(handle)
+        with self._wake:
+            if self._filler is not None and not self._stopping:
+                self._trash.append(handle.scratch)  # deleted off the hot path (~1.5 ms each)
+                self._wake.notify()
+                return
         shutil.rmtree(handle.scratch, ignore_errors=True)
 
 

@@ -61,15 +61,33 @@ def make_env():
     return env_code
 
 
+def spares(box: Sandbox) -> list:
+    """The pre-forked, hardened children waiting for a module (``Sandbox(prefork=...)``)."""
+    with box._wake:
+        return [handle for handle, _layers in box._spares]
+
+
+def settled_pool(box: Sandbox, timeout: float = 5.0) -> None:
+    """Wait until the pre-fork pool is full and no used scratch dir awaits deletion."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with box._wake:
+            if len(box._spares) >= box.prefork and not box._trash:
+                return
+        time.sleep(0.01)
+
+
 def settled_children(box: Sandbox, timeout: float = 2.0) -> list[str]:
-    """The zygote's child pids once released children have been swept (or after ``timeout``)."""
+    """The zygote's child pids, other than the pool's spares, once released children have been
+    swept (or after ``timeout``)."""
     path = f"/proc/{box.zygote_pid}/task/{box.zygote_pid}/children"
     deadline = time.monotonic() + timeout
     while True:
+        settled_pool(box, timeout)
         with open(path) as f:
-            pids = f.read().split()
+            pids = set(f.read().split()) - {str(h.pid) for h in spares(box)}
         if not pids or time.monotonic() > deadline:
-            return pids
+            return sorted(pids)
         time.sleep(0.01)
 
 

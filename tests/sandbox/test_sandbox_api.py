@@ -21,6 +21,7 @@ from spadework.errors import (
     SandboxUnavailable,
 )
 from spadework.sandbox import DEFAULT_REQUIRED, Limits, Sandbox
+from tests.sandbox.conftest import settled_pool, spares
 
 GUESS = '''
 import random
@@ -197,14 +198,33 @@ def test_asyncio_path(sb):
 
 
 def test_no_leaked_fds_or_zombies_after_200_loads(sb, zygote_children):
+    settled_pool(sb)
     before = len(os.listdir("/proc/self/fd"))
     for i in range(200):
         with sb.load(GUESS) as env:
             if i % 50 == 0:
                 env.reset(seed=i)
+    assert zygote_children(sb) == []  # waits for the pool to refill, too
     assert len(os.listdir("/proc/self/fd")) == before
-    assert zygote_children(sb) == []
-    assert os.listdir(sb._dir) == []  # scratch dirs and logs removed
+    # Scratch dirs and logs removed, but for the spares' own scratch dirs.
+    assert sorted(os.listdir(sb._dir)) == sorted(os.path.basename(h.scratch) for h in spares(sb))
+
+
+def test_prefork_pool_refills_and_spares_die_with_the_sandbox(make_env):
+    with Sandbox(Limits(), prefork=3) as box:
+        settled_pool(box)
+        pool = spares(box)
+        assert len(pool) == 3 and all(os.path.exists(f"/proc/{h.pid}") for h in pool)
+        with box.load(make_env("return 'o', 0.0, False, False, {}")) as env:
+            assert env.pid == pool[0].pid  # the oldest spare serves the load
+            env.reset()
+        settled_pool(box)
+        assert len(spares(box)) == 3
+        pids = [h.pid for h in spares(box)]
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2]
+    with pytest.raises(ConfigError):
+        Sandbox(prefork=-1)
 
 
 def test_toolenv_importable_and_spadework_not(sb, make_env):
