@@ -86,8 +86,9 @@ class RunConfig:
     ``plays``: plays per arm per environment (both arms, same seeds). ``train``: run the GRPO
     learner (False: play and score with fixed weights). ``checkpoint_every``: keep a checkpoint
     every N iterations (and at the end); the latest one is always kept for resume.
-    ``episode_seconds``: the sandbox's per-episode limit (kept generous: the whole-episode
-    budget is ``play.episode_seconds``). ``policy_batch``: rows generated together.
+    ``episode_seconds``: the sandbox's per-episode limit on time spent inside environment calls
+    (the whole-episode wall budget, policy time included, is ``play.episode_seconds``).
+    ``policy_batch``: rows generated together.
     """
 
     preset: str = "cpu"
@@ -97,7 +98,7 @@ class RunConfig:
     plays: int = 4
     train: bool = True
     checkpoint_every: int = 2
-    episode_seconds: float = 3600.0
+    episode_seconds: float = 60.0
     policy_batch: int = 16
     policy_context: int | None = None
     design: DesignConfig = field(default_factory=DesignConfig)
