@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import CorpusError
+from spadework.seeding import derive_seed
 
 TEXT_KEYS = ("orig_doc", "text")  # first non-empty wins, as in the reference
 TEXT_SUFFIXES = (".txt", ".md")
@@ -53,7 +54,7 @@ class Document:
 
 
 def _derive_seed(*parts: int) -> int:
-    """A 64-bit seed from integers, stable across processes (unlike ``hash()``).
+    """The sampling seed of (seed, iteration, slot, attempt), stable across processes.
 
     >>> _derive_seed(0, 1, 2, 3) == _derive_seed(0, 1, 2, 3) != _derive_seed(0, 1, 3, 2)
     True
@@ -61,8 +62,7 @@ def _derive_seed(*parts: int) -> int:
     for p in parts:
         if isinstance(p, bool) or not isinstance(p, int):
             raise ValueError(f"sampling keys must be integers, got {p!r}")
-    key = "spadework.corpus.sample:" + ":".join(str(p) for p in parts)
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+    return derive_seed("spadework.corpus.sample", *parts)
 
 
 @dataclass(frozen=True)

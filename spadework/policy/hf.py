@@ -12,7 +12,6 @@ in place and the next ``chat`` call samples from the new weights.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,16 +26,7 @@ from spadework.policy.base import (
     cut_at_stop,
     template_has_thinking,
 )
-
-
-def derive_seed(seed: int, conversation: int, sample: int) -> int:
-    """The generator seed of sample ``sample`` of conversation ``conversation`` (63-bit).
-
-    >>> derive_seed(0, 0, 0) == derive_seed(0, 0, 0) != derive_seed(0, 0, 1)
-    True
-    """
-    digest = hashlib.sha256(f"{seed}:{conversation}:{sample}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+from spadework.seeding import derive_seed  # generator seed of (seed, conversation, sample)
 
 
 def token_logprobs(logits: Any, token_ids: Any, temperature: float) -> Any:
