@@ -73,10 +73,10 @@ class Sandbox:
         if isinstance(prefork, bool) or not isinstance(prefork, int) or prefork < 0:
             raise ConfigError(f"Sandbox(prefork=...) must be an int >= 0, got {prefork!r}")
         self.limits = limits or Limits()
-        # Hardened children forked ahead of time, waiting for their module: forking and
-        # hardening (~5 ms) then happen on a background thread instead of on the load path.
+        # Children forked ahead of time, hardening themselves and then waiting for a module:
+        # forking and hardening (~5 ms) happen off the load path, several in parallel.
         self.prefork = prefork
-        self._spares: deque[tuple[EnvHandle, list]] = deque()
+        self._spares: deque[EnvHandle] = deque()
         self._trash: list[str] = []
         self._wake = threading.Condition(threading.Lock())
         self._filler: threading.Thread | None = None
@@ -133,10 +133,12 @@ class Sandbox:
         self._filler.start()
 
     def _fill(self) -> None:
-        """Background thread: keep ``prefork`` hardened spares ready and delete used scratch dirs.
+        """Background thread: keep ``prefork`` spare children forked and delete used scratch dirs.
 
-        A failure here only stops the pre-forking: ``load`` then forks on its own path, where the
-        same failure is raised to the caller with its reason.
+        Spares harden themselves in parallel while they wait; ``load`` reads a spare's handshake
+        (usually already there) exactly as it would a fresh child's, so a layer that failed to
+        hold is reported the same way. A failure here only stops the pre-forking: ``load`` then
+        forks on its own path, where the same failure is raised to the caller with its reason.
         """
         while True:
             with self._wake:
@@ -152,25 +154,24 @@ class Sandbox:
                 continue
             try:
                 handle = self._fork_child()
-                layers = handle._handshake(time.monotonic() + self.limits.load_seconds)
             except (EnvError, SandboxUnavailable):
                 return
             with self._wake:
                 keep = not self._stopping
                 if keep:
-                    self._spares.append((handle, layers))
+                    self._spares.append(handle)
             if not keep:
                 handle.close()  # outside the lock: close() reaches _forget, which takes it
                 return
 
     def _hardened_child(self, deadline: float) -> tuple[EnvHandle, list]:
-        """A spare if one is ready (and tell the filler to replace it), else fork one now."""
+        """A spare if one is waiting (and tell the filler to replace it), else a fresh fork; with
+        the isolation layers its handshake reports."""
         with self._wake:
-            if self._spares:
-                spare = self._spares.popleft()
-                self._wake.notify()
-                return spare
-        handle = self._fork_child()
+            handle = self._spares.popleft() if self._spares else None
+            self._wake.notify()
+        if handle is None:
+            handle = self._fork_child()
         try:
             return handle, handle._handshake(deadline)
         except BaseException:
@@ -229,7 +230,7 @@ class Sandbox:
         with self._wake:
             spares, self._trash = list(self._spares), []
             self._spares.clear()
-        for handle, _layers in spares:
+        for handle in spares:
             handle.close()
         with self._hlock:
             handles = list(self._handles)

@@ -64,7 +64,7 @@ def make_env():
 def spares(box: Sandbox) -> list:
     """The pre-forked, hardened children waiting for a module (``Sandbox(prefork=...)``)."""
     with box._wake:
-        return [handle for handle, _layers in box._spares]
+        return list(box._spares)
 
 
 def settled_pool(box: Sandbox, timeout: float = 5.0) -> None:
