@@ -132,16 +132,14 @@ def _pool(ctx: RunContext, i: int, state: cur.CurriculumState, design: dict) -> 
     return cur.next_state(state, regenerated=design["regenerated"], fresh=fresh, pool=pool)
 
 
-def _hints(ctx: RunContext, envs: list[EnvSource]) -> dict[str, str | None]:
-    """Policy-written hints where ``spadework.hints`` exists; else each env's own ``hint()``
-    (None), or a hint stored in the archive."""
-    try:
-        from spadework.hints import hints_for
-    except ImportError:
-        stored = {e.env_id: getattr(ctx.archive.get_env(e.env_id), "hint", None) for e in envs}
-        return {k: v for k, v in stored.items() if v}
+def _hints(ctx: RunContext, i: int, envs: list[EnvSource]) -> dict[str, str | None]:
+    """Policy-written hints for envs without their own ``hint()``, leak-checked against the
+    instances this iteration plays (the same run seed and play count as :func:`_play`)."""
+    from spadework.hints import hints_for
+
     return dict(hints_for(ctx.policy, envs, sandbox=ctx.sandbox, archive=ctx.archive,
-                          run_seed=ctx.cfg.run_seed))
+                          run_seed=derive_seed(ctx.cfg.run_seed, i), iteration=i,
+                          plays=ctx.cfg.plays, max_turns=ctx.cfg.play.max_turns))
 
 
 def _sources(archive: Archive, pool: list[str]) -> list[EnvSource]:
@@ -307,7 +305,7 @@ def run_iteration(ctx: RunContext, i: int) -> IterationMetrics:
     envs = _sources(a, plan["pool"])
     if todo("hints"):
         with a.transaction():  # hints_for may store hints; they commit with the stage
-            hints = _hints(ctx, envs)
+            hints = _hints(ctx, i, envs)
             commit("hints", {"written": sum(1 for h in hints.values() if h)},
                    lambda arch: arch.save_state("plan", {**plan, "hints": hints}))
     hints = _plan(a, i).get("hints", {})
