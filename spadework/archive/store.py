@@ -61,13 +61,26 @@ def archive_path(run_dir: str | Path) -> Path:
     return Path(run_dir) / ARCHIVE_FILENAME
 
 
+def _wal(conn: sqlite3.Connection, busy_timeout_s: float) -> str:
+    """Switch to WAL, retrying while another connection holds the lock: SQLite answers "database
+    is locked" to a concurrent journal-mode change at once, without its busy handler."""
+    deadline = time.monotonic() + busy_timeout_s
+    while True:
+        try:
+            return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
                            check_same_thread=False)
     conn.row_factory = sqlite3.Row
     try:
         conn.execute("PRAGMA application_id").fetchone()
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        mode = _wal(conn, busy_timeout_s)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
     except sqlite3.DatabaseError:
