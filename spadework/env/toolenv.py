@@ -42,7 +42,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "Instruction",
@@ -71,10 +71,16 @@ class ToolCallFormatError(ValueError):
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One parsed tool call: the tool's name and its arguments (a JSON object as a dict)."""
+    """One parsed tool call: the tool's name and its arguments (a JSON object as a dict).
+
+    ``texts`` keeps the raw text of XML-style parameters (``<parameter=id>007</parameter>``),
+    whose values are read as JSON when they parse: an environment whose schema declares the
+    parameter a string gets the text back (``"007"``, not ``7``). It is not part of equality.
+    """
 
     name: str
     arguments: dict
+    texts: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 _OPEN = "<tool_call>"
@@ -228,13 +234,13 @@ def _parse_function(text: str, pos: int, where: str) -> tuple[ToolCall, int]:
     head = _FUNC_RE.match(text, pos)
     if head is None:
         raise ToolCallFormatError(f"{where}: expected <function=tool_name>")
-    name, pos, args = head.group(1), head.end(), {}
+    name, pos, args, texts = head.group(1), head.end(), {}, {}
     while True:
         pos = _skip_ws(text, pos)
         if text.startswith("</function>", pos):
-            return ToolCall(name, args), pos + len("</function>")
+            return ToolCall(name, args, texts), pos + len("</function>")
         if pos >= len(text) or text.startswith(_CLOSE, pos):
-            return ToolCall(name, args), pos  # lenient: </function> omitted
+            return ToolCall(name, args, texts), pos  # lenient: </function> omitted
         param = _PARAM_RE.match(text, pos)
         if param is None:
             snippet = text[pos : pos + 20]
@@ -249,6 +255,7 @@ def _parse_function(text: str, pos: int, where: str) -> tuple[ToolCall, int]:
         if key in args:
             raise ToolCallFormatError(f"{where}: parameter {key!r} is given twice")
         args[key] = _xml_value(text[start:stop], where)
+        texts[key] = text[start:stop].strip()
         closed = text.startswith("</parameter>", stop)
         pos = stop + len("</parameter>") if closed else stop
 
@@ -690,6 +697,16 @@ class ToolEnv:
         return [{"type": "function", "function": {"name": name, **decl}}
                 for name, decl in self._declarations().items()]
 
+    def _as_declared(self, call: ToolCall) -> dict:
+        """The call's arguments, with XML-style texts restored where the schema wants a string."""
+        if not call.texts or not isinstance(call.arguments, dict):
+            return call.arguments
+        decl = self._declarations().get(call.name, {})
+        props = decl.get("parameters", {}).get("properties", {})
+        return {k: call.texts[k] if k in call.texts and not isinstance(v, str)
+                and props.get(k, {}).get("type") == "string" else v
+                for k, v in call.arguments.items()}
+
     def execute_tool(self, name: str, arguments: dict) -> tuple[str, bool]:
         """Run one tool call and return (result text, succeeded). Checks the arguments, records
         the call, and appends any newly revealed instruction. Does not count a turn: a host that
@@ -791,7 +808,7 @@ class ToolEnv:
     def _run_calls(self, calls: list[ToolCall], had_answer: bool) -> tuple[str, int, int]:
         parts, ran, failed = [], 0, 0
         for call in calls[: self.max_calls_per_turn]:
-            text, ok = self.execute_tool(call.name, call.arguments)
+            text, ok = self.execute_tool(call.name, self._as_declared(call))
             ran, failed = ran + 1, failed + (not ok)
             parts.append(f"Result of {call.name}:\n{text}")
         skipped = len(calls) - ran

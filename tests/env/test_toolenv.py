@@ -435,3 +435,37 @@ def test_the_guide_example_is_a_working_environment(monkeypatch):
     from spadework.env.static import check_static
 
     assert check_static(code).class_name == "PantryEnv"
+
+
+class LabelEnv(ToolEnv):
+    """One string parameter whose XML text also parses as JSON (an id like 1234)."""
+
+    def declare_tools(self):
+        return {"tag": {"description": "Tag an order.",
+                        "parameters": {"type": "object", "required": ["order_id", "count"],
+                                       "properties": {"order_id": {"type": "string"},
+                                                      "count": {"type": "integer"}}}}}
+
+    def tool_tag(self, order_id, count):
+        self.seen.append((order_id, count))
+        return "tagged"
+
+    def reset(self, seed=None):
+        self.seen = []
+        return self.start("Tag order 1234.", [Instruction("Tag order 1234.", lambda: bool(self.seen)),
+                                              Instruction("Answer done.", lambda: True)])
+
+    def expected_answer(self):
+        return "done"
+
+    def solution(self):
+        return [self.reply_call("tag", order_id="1234", count=1), self.reply_answer("done")]
+
+
+def test_xml_parameter_text_is_kept_where_the_schema_wants_a_string():
+    env = LabelEnv()
+    env.reset(seed=0)
+    env.step("<function=tag><parameter=order_id>1234</parameter><parameter=count>2</parameter></function>")
+    assert env.seen == [("1234", 2)]  # the string as written; the integer as declared
+    obs, *_ = env.step('<tool_call>{"name": "tag", "arguments": {"order_id": 7, "count": 1}}</tool_call>')
+    assert env.seen == [("1234", 2)] and "must be string" in obs  # JSON says what it means
