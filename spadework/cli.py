@@ -6,12 +6,14 @@ imported inside the commands, so ``spadework --help`` stays fast.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 
 import spadework
+from spadework.errors import SpadeworkError
 
 app = typer.Typer(
     name="spadework",
@@ -20,6 +22,16 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@contextmanager
+def _reported(*kinds: type[SpadeworkError]) -> Iterator[None]:
+    """An expected error of ``kinds`` becomes one line on stderr and exit status 1."""
+    try:
+        yield
+    except kinds as e:
+        typer.echo(f"error: {e.reason}", err=True)
+        raise typer.Exit(1) from e
 
 
 def _version(value: bool) -> None:
@@ -55,11 +67,8 @@ def corpus_pull(
     from spadework.default_corpus import pull_default_corpus
     from spadework.errors import CorpusError
 
-    try:
+    with _reported(CorpusError):
         r = pull_default_corpus(find_links=Path(find_links) if find_links else None)
-    except CorpusError as e:
-        typer.echo(f"error: {e.reason}", err=True)
-        raise typer.Exit(1) from e
     state = "pulled" if r.pulled else "already present, nothing to do"
     typer.echo(f"{state}: {r.documents} documents in {r.path} (sha256 {r.sha256[:12]})")
 
@@ -77,11 +86,8 @@ def corpus_stats(
     from spadework.default_corpus import load_default_corpus
     from spadework.errors import CorpusError
 
-    try:
+    with _reported(CorpusError):
         corpus = load_corpus(path) if path else load_default_corpus()
-    except CorpusError as e:
-        typer.echo(f"error: {e.reason}", err=True)
-        raise typer.Exit(1) from e
     typer.echo(json.dumps(dataclasses.asdict(stats_of(corpus)), indent=2))
 
 
@@ -112,11 +118,8 @@ def models_pull(
     from spadework.errors import PolicyError
     from spadework.policy.registry import pull
 
-    try:
+    with _reported(PolicyError):
         path = pull(name, accept_unlicensed=accept_unlicensed)
-    except PolicyError as e:
-        typer.echo(f"error: {e.reason}", err=True)
-        raise typer.Exit(1) from e
     typer.echo(f"{name}: ready at {path}")
 
 
@@ -132,18 +135,14 @@ def generate(
     """One chat completion from the model, printed with its speed in tokens/s."""
     import time
 
-    from spadework.errors import SpadeworkError
     from spadework.policy import SamplingParams
     from spadework.policy.hf import load_hf_policy
 
-    try:
+    with _reported(SpadeworkError):
         policy = load_hf_policy(model, device=device)
         params = SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed)
         start = time.perf_counter()
         (c,) = policy.chat([prompt], params)
-    except SpadeworkError as e:
-        typer.echo(f"error: {e.reason}", err=True)
-        raise typer.Exit(1) from e
     secs = time.perf_counter() - start
     typer.echo(c.text)
     typer.echo(f"[{len(c.output_ids)} tokens in {secs:.2f} s, {len(c.output_ids) / secs:.1f} "
@@ -158,16 +157,12 @@ def serve(
     device: str = typer.Option("cpu", "--device"),
 ) -> None:
     """Serve a model over an OpenAI-compatible HTTP API (one request at a time)."""
-    from spadework.errors import SpadeworkError
     from spadework.policy.hf import load_hf_policy
     from spadework.policy.registry import DEFAULT_MODEL
     from spadework.policy.serve import serve as run_server
 
-    try:
+    with _reported(SpadeworkError):
         policy = load_hf_policy(model, device=device)
-    except SpadeworkError as e:
-        typer.echo(f"error: {e.reason}", err=True)
-        raise typer.Exit(1) from e
     run_server(policy, model or DEFAULT_MODEL, host, port,
                ready=lambda url: print(f"serving on {url}", flush=True))
 
@@ -219,12 +214,9 @@ def _archive_call(db: str | None, run_dir: str | None, fn: Callable[..., None], 
     from spadework.archive.show import resolve_path
     from spadework.errors import ArchiveError, ConfigError
 
-    try:
+    with _reported(ArchiveError, ConfigError):
         with Archive.open(resolve_path(db, run_dir), create=create) as archive:
             fn(archive)
-    except (ArchiveError, ConfigError) as e:
-        typer.echo(f"error: {e.reason}", err=True)
-        raise typer.Exit(1) from e
 
 
 @archive_app.command("ls")
@@ -293,11 +285,11 @@ def run_cmd(
     import time
 
     from spadework.config import load_config, override
-    from spadework.errors import ConfigError, SpadeworkError
+    from spadework.errors import ConfigError
     from spadework.loop import run
     from spadework.progress import StageDisplay
 
-    try:
+    with _reported(SpadeworkError):
         cfg = load_config(config, preset_name=None if config and preset == "cpu" else preset)
         top = {k: v for k, v in (("iterations", iterations), ("model", model), ("run_seed", seed))
                if v is not None}
@@ -318,9 +310,6 @@ def run_cmd(
                    f"{'training' if cfg.train else 'no training'}, run dir {run_dir}")
         out = run(cfg, run_dir, resume=resume, policy=factory() if factory else None,
                   show=StageDisplay())
-    except SpadeworkError as e:
-        typer.echo(f"error: {e.reason}", err=True)
-        raise typer.Exit(1) from e
     for m in out:
         d = m.to_dict()
         typer.echo(json.dumps({k: d.get(k) for k in ("iteration", "validity_funnel", "statuses",
@@ -331,7 +320,6 @@ def run_cmd(
 @app.command()
 def doctor() -> None:
     """Print each sandbox isolation layer, active or not, and why; exit 1 if a required one is off."""
-    from spadework.errors import SpadeworkError
     from spadework.sandbox import Limits, probe
 
     limits = Limits()
@@ -371,9 +359,8 @@ def design_cmd(
 
     from spadework.design import DesignConfig
     from spadework.design_run import design_into_run_dir
-    from spadework.errors import SpadeworkError
 
-    try:
+    with _reported(SpadeworkError):
         cfg = DesignConfig(setting=setting, attempts_per_slot=attempts, repair_turns=repair_turns,
                            max_tokens=max_tokens)
         with Progress(console=Console(stderr=True)) as bar:
@@ -381,9 +368,6 @@ def design_cmd(
             s = design_into_run_dir(run_dir, n=n, cfg=cfg, model=model, seed=seed, device=device,
                                     progress=lambda msg: bar.update(task, advance=1, description=msg))
             bar.update(task, completed=n * attempts * (1 + repair_turns))
-    except SpadeworkError as e:
-        typer.echo(f"error: {e.reason}", err=True)
-        raise typer.Exit(1) from e
     table = Table(title=f"design, iteration {s.iteration} ({run_dir / 'archive.sqlite'})")
     table.add_column("figure")
     table.add_column("value", justify="right")
