@@ -17,22 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
+from _memory import peak_rss_mib, rss_mib
+
 TOPICS = ["a dragon", "the sea", "a lost key", "a robot", "a city at night", "a small boat",
           "an old clock", "a mountain", "a library", "a storm", "a garden", "a train",
           "a lighthouse", "a desert", "a violin", "a snowy forest"]
-
-
-def _rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def worker(batch: int, max_tokens: int, repeats: int) -> dict:
@@ -44,7 +37,7 @@ def worker(batch: int, max_tokens: int, repeats: int) -> dict:
     torch.set_num_threads(1)
     policy = load_hf_policy(max_batch_size=batch)
     policy.chat(["Say hi."], SamplingParams(temperature=0, max_tokens=4))  # warm-up
-    loaded = _rss_mib()
+    loaded = rss_mib()
     prompts = [f"Write a long story about {TOPICS[i % len(TOPICS)]}." for i in range(batch)]
     params = SamplingParams(temperature=1.0, max_tokens=max_tokens, seed=0)
     best, best_cpu = None, None
@@ -57,7 +50,7 @@ def worker(batch: int, max_tokens: int, repeats: int) -> dict:
             best = (tokens, secs)
         if best_cpu is None or tokens / cpu > best_cpu[0] / best_cpu[1]:
             best_cpu = (tokens, cpu)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mib()
     return {"batch": batch, "tokens": best[0], "seconds": round(best[1], 3),
             "tokens_per_s": round(best[0] / best[1], 2),
             "tokens_per_cpu_s": round(best_cpu[0] / best_cpu[1], 2),

@@ -34,20 +34,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
+from _memory import peak_rss_mib, rss_mib
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-
-def _rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _batch(args: argparse.Namespace, vocab: int) -> list[tuple[list[int], list[int], float]]:
@@ -125,7 +118,7 @@ def worker(side: str, device: str, args: argparse.Namespace) -> dict:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     policy = load_hf_policy(device=device)
-    loaded = _rss_mib()
+    loaded = rss_mib()
     batch = _batch(args, len(policy.tokenizer))
     if side == "trl":
         step = _trl(policy, batch, args, device)
@@ -146,7 +139,7 @@ def worker(side: str, device: str, args: argparse.Namespace) -> dict:
         best_wall = min(best_wall, time.perf_counter() - wall)
         best_cpu = min(best_cpu, time.process_time() - cpu)
     tokens = args.samples * args.output
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mib()
     out = {"step_s": round(best_wall, 3), "tokens_per_s": round(tokens / best_wall, 1),
            "tokens_per_cpu_s": round(tokens / best_cpu, 1), "peak_rss_mib": round(peak, 1),
            "train_rss_mib": round(peak - loaded, 1), "lora_params": len(trainable),
