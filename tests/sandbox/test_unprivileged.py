@@ -27,32 +27,44 @@ SUBSET = (
 )
 
 
-def _expose_interpreter() -> None:
-    """Let uid 65534 reach an interpreter installed under a 0700 home, in this process only.
+def _blocked_ancestor(path: Path) -> Path | None:
+    """The first directory on the way to ``path`` that others may not traverse, if any."""
+    return next((p for p in [*reversed(path.parents), path] if not os.stat(p).st_mode & 0o001), None)
 
-    In a private mount namespace, a 0755 tmpfs covers the home directory and the interpreter's
-    tree is bind-mounted back into it; nothing outside the subprocess sees any of this.
+
+def _expose(trees: list[Path]) -> None:
+    """Let uid 65534 reach ``trees`` (the interpreter, the checkout with its .venv) where they
+    lie under a 0700 directory (root's home, a ``mktemp -d`` clone), in this process only.
+
+    In a private mount namespace, a 0755 tmpfs covers each blocking directory and the trees
+    under it are bind-mounted back; nothing outside the subprocess sees any of this.
     """
-    home = Path(sys.base_prefix).resolve()
-    blocked = next((p for p in [*reversed(home.parents), home] if not os.stat(p).st_mode & 0o001), None)
-    if blocked is None:
+    groups: dict[Path, list[Path]] = {}
+    for tree in trees:
+        blocked = _blocked_ancestor(tree)
+        if blocked is not None:
+            groups.setdefault(blocked, []).append(tree)
+    if not groups:
         return
     libc = ctypes.CDLL(None, use_errno=True)
     ms_rec, ms_private, ms_bind = 0x4000, 0x40000, 0x1000
     ok = (libc.unshare(0x00020000) == 0
           and libc.mount(None, b"/", None, ms_rec | ms_private, None) == 0)
-    keep = os.open(home, os.O_PATH)  # opened inside the new namespace: bind sources must be
-    ok = (ok and libc.mount(b"tmpfs", str(blocked).encode(), b"tmpfs", 0, b"mode=0755") == 0)
-    if ok:
-        os.makedirs(home, exist_ok=True)
-        ok = libc.mount(f"/proc/self/fd/{keep}".encode(), str(home).encode(), None,
-                        ms_bind | ms_rec, None) == 0
+    # Bind sources are opened inside the new namespace and before any cover hides them.
+    keep = {tree: os.open(tree, os.O_PATH) for trees_ in groups.values() for tree in trees_} if ok else {}
+    for blocked, under in groups.items():
+        ok = ok and libc.mount(b"tmpfs", str(blocked).encode(), b"tmpfs", 0, b"mode=0755") == 0
+        for tree in under:
+            if ok:
+                os.makedirs(tree, exist_ok=True)
+                ok = libc.mount(f"/proc/self/fd/{keep[tree]}".encode(), str(tree).encode(), None,
+                                ms_bind | ms_rec, None) == 0
     if not ok:
-        raise OSError(ctypes.get_errno(), "could not expose the interpreter to uid 65534")
+        raise OSError(ctypes.get_errno(), "could not expose the interpreter and checkout to uid 65534")
 
 
 def _become_nobody() -> None:
-    _expose_interpreter()
+    _expose([Path(sys.base_prefix).resolve(), REPO])
     os.setgroups([])
     os.setresgid(NOBODY, NOBODY, NOBODY)
     os.setresuid(NOBODY, NOBODY, NOBODY)
