@@ -312,8 +312,9 @@ def run_cmd(
                   show=StageDisplay())
     for m in out:
         d = m.to_dict()
-        typer.echo(json.dumps({k: d.get(k) for k in ("iteration", "validity_funnel", "statuses",
-                                                     "band_share", "mean_regret", "agent_return")}))
+        typer.echo(json.dumps({k: d.get(k) for k in ("iteration", "losses", "rewards",
+                                                     "agent_format_share", "validity_funnel",
+                                                     "statuses", "band_share", "mean_regret")}))
     typer.echo(f"done: {run_dir}/metrics.jsonl, {run_dir}/archive.sqlite")
 
 

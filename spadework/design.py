@@ -26,11 +26,13 @@ samples with ``trained_iteration`` set):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spadework.archive.records import DesignAttempt, MemoryNegative
+from spadework.env.checker import STAGES as CHECK_STAGES
 from spadework.env.contract import render_contract
 from spadework.errors import ConfigError
 from spadework.skills import Skill
@@ -231,6 +233,49 @@ def screen_reply(text: str, finish_reason: str, max_tokens: int) -> str | None:
     return None
 
 
+#: What an environment module holds, as looked for in a reply that never became one (see
+#: :func:`reply_structure`): a code block, a class, the contract's methods, a returned value.
+_MODULE_PARTS = tuple(re.compile(p, re.MULTILINE) for p in (
+    r"```\s*py(?:thon)?\b", r"^\s*class\s+\w+", r"^\s*def\s+__init__\s*\(",
+    r"^\s*def\s+reset\s*\(", r"^\s*def\s+step\s*\(", r"^\s*def\s+solution\s*\(",
+    r"^\s*return\s+\S",
+))
+
+#: The validation stages in order, the reply screen first: a rejected attempt's outcome is one.
+VALIDATION_ORDER = (REPLY_STAGE, *CHECK_STAGES)
+
+
+def reply_structure(reply: str) -> float:
+    """The share of an environment module's parts present in a reply, in [0, 1].
+
+    The parts: a python code block, a class, ``__init__``, ``reset``, ``step``, ``solution``,
+    and a ``return`` of a value. Only a shaping signal for replies that were never extracted
+    (truncated, say): it tells prose from the beginnings of a module.
+
+    >>> reply_structure("I will design a game about tides.")
+    0.0
+    >>> round(reply_structure("```python\\nclass Tides:\\n    def reset(self, seed=None):\\n"), 6)
+    0.428571
+    """
+    return sum(1 for p in _MODULE_PARTS if p.search(reply)) / len(_MODULE_PARTS)
+
+
+def rejection_progress(attempt: DesignAttempt) -> float:
+    """How far a rejected attempt got, in [0, 1) (:func:`spadework.reward.design_progress` over
+    :data:`VALIDATION_ORDER`, with :func:`reply_structure` below the first stage). An outcome
+    outside the order (an older archive's) counts as the reply stage.
+
+    >>> a = DesignAttempt(0, 0, 0, None, "games", None, (), "```python\\nclass A:", (), (), (), "reply")
+    >>> round(rejection_progress(a), 6), round(rejection_progress(replace(a, outcome="load")), 6)
+    (0.031746, 0.333333)
+    """
+    from spadework.reward import design_progress
+
+    stage = VALIDATION_ORDER.index(attempt.outcome) if attempt.outcome in VALIDATION_ORDER else 0
+    structure = reply_structure(attempt.reply) if stage == 0 else 0.0
+    return design_progress(stage, len(VALIDATION_ORDER), structure)
+
+
 def design_environments(
     policy: Any,
     sandbox: Any,
@@ -270,5 +315,6 @@ def design_environments(
 
 __all__ = [
     "DIFFICULTIES", "MAX_REPLY_CHARS", "REPLY_STAGE", "DesignConfig", "DesignResult", "MemoryExample",
-    "build_design_prompt", "design_environments", "is_repair", "repair_messages", "screen_reply",
+    "VALIDATION_ORDER", "build_design_prompt", "design_environments", "is_repair",
+    "rejection_progress", "repair_messages", "reply_structure", "screen_reply",
 ]

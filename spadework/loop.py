@@ -163,7 +163,7 @@ def _play(ctx: RunContext, i: int, envs: list[EnvSource], hints: dict) -> list[E
 
 def _rewards(ctx: RunContext, i: int, envs: list[EnvSource], episodes: list[Episode]):
     """Score every played env; credit the designer samples waiting for these envs."""
-    from spadework.design import is_repair
+    from spadework.design import is_repair, rejection_progress
 
     rc, a = ctx.cfg.reward, ctx.archive
     lps = a.load_state("learning_potential") or {}
@@ -182,7 +182,8 @@ def _rewards(ctx: RunContext, i: int, envs: list[EnvSource], episodes: list[Epis
         if att.outcome == "accepted" and att.env_id in by_env:
             credits.append((att.key, by_env[att.env_id].designer_reward))
         elif att.outcome != "accepted" and ctx.cfg.design.rejected_first_attempts == "reward":
-            credits.append((att.key, rc.rejection_reward))
+            credits.append((att.key, rc.rejection_reward
+                            + rc.rejection_progress * rejection_progress(att)))
 
     def write(arch: Archive) -> None:
         for o in outcomes:
@@ -211,7 +212,8 @@ def _train(ctx: RunContext, i: int, episodes: list[Episode]):
     a = ctx.archive
     ready = a.ready_attempts()
     keys = [att.key for att in ready]
-    agent = batch.agent_assembly(episodes)
+    agent = batch.agent_assembly(episodes, format_weight=ctx.cfg.reward.format_weight,
+                                 setting=ctx.cfg.setting)
     scale = ctx.cfg.reward.designer_scale or batch.reference_designer_scale(
         len(agent.samples), len(ready), ctx.cfg.curriculum.regen_interval)
     designer = batch.designer_assembly(ready, scheme=ctx.cfg.reward.designer_scheme, scale=scale)
@@ -226,6 +228,9 @@ def _train(ctx: RunContext, i: int, episodes: list[Episode]):
     elif samples:
         ctx.show("train", f"{len(samples)} samples ({len(designer.samples)} designer)")
         figures.update(ctx.learner.step(samples))
+        ctx.show("train", "loss " + ", ".join(
+            f"{role} {figures[f'loss_{role}']:+.4f}" for role in ("agent", "designer")
+            if figures.get(f"loss_{role}") is not None))
         _save_checkpoint(ctx, i, keep=(i + 1) % ctx.cfg.checkpoint_every == 0)
         ctx.trained_through = i
     return (lambda arch: arch.mark_trained(keys, i)), figures
@@ -335,8 +340,15 @@ def _summary(ctx: RunContext, figures: dict, episodes: list[Episode]) -> dict:
     def ret(arm: str) -> float | None:
         return M.stats([episode_return(e.rewards, e.terminated) for e in episodes if e.arm == arm])["mean"]
 
+    def fmt(arm: str) -> float | None:
+        return M.stats([M.format_share(e, ctx.cfg.setting) for e in episodes if e.arm == arm])["mean"]
+
     design, play_f, rew = figures.get("design", {}), figures.get("play", {}), figures.get("reward", {})
+    train = figures.get("train") or {}
     return {
+        "losses": {role: train.get(f"loss_{role}") for role in ("agent", "designer")},
+        "rewards": {"agent": ret("no_hint"), "designer": (rew.get("designer_reward") or {}).get("mean")},
+        "agent_format_share": {"no_hint": fmt("no_hint"), "hint": fmt("hint")},
         "preset": ctx.cfg.preset, "regenerated": design.get("regenerated", False),
         "validity_funnel": design.get("funnel", {}), "pool": figures.get("pool", {}),
         "episodes": play_f.get("episodes"), "statuses": play_f.get("statuses"),

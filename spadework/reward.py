@@ -11,6 +11,12 @@ same environment on the same seeds, then ``designer_reward`` (default ``blend``,
 recipe), then ``center_by_group`` per skill. A rejected (invalid) environment's reward is a
 configuration value supplied by the caller; it is not computed here.
 
+Shaping for models too small to win or to write a valid environment (both off by default, on in
+the ``cpu`` preset): ``shaped_return`` adds a bonus for the share of an episode's replies that held
+a well-formed action, and ``design_progress`` grades a rejected design by how far it got. Both only
+feed advantages; win rates, regret and the designer's reward of a valid environment use the true
+returns. The reference has a format reward in its Slime path, unused by its recipes.
+
 Departures from the reference implementation:
 
 - ``blend`` and every other variant honour ``step_timeout`` (the reference's blend ignored it).
@@ -81,6 +87,48 @@ def episode_return(rewards: Sequence[float], terminated: bool) -> float:
         return 0.0
     last = _finite(rewards[-1], "rewards[-1]")
     return min(1.0, max(-1.0, last))
+
+
+def shaped_return(ret: float, format_share: float, weight: float) -> float:
+    """The agent's training return with format shaping: ``ret + weight * format_share``.
+
+    ``format_share`` is the share of the episode's replies that held a well-formed action (a
+    ``\\boxed{}`` in games, a parseable tool call or answer in tool use). A small ``weight`` keeps a
+    win worth more than any amount of formatting; weight 0 is the unshaped return.
+
+    >>> shaped_return(0.0, 0.5, 0.2), shaped_return(1.0, 1.0, 0.0)
+    (0.1, 1.0)
+    """
+    share = _rate(format_share, "format_share")
+    w = _finite(weight, "weight")
+    if w < 0:
+        raise ValueError(f"weight must be >= 0, got {weight!r}")
+    return _finite(ret, "ret") + w * share
+
+
+def design_progress(failed_stage: int, n_stages: int, structure: float = 0.0) -> float:
+    """How far a rejected design got, in [0, 1): ``(failed_stage + structure) / n_stages``.
+
+    ``failed_stage`` is the index of the stage that rejected it in the validation order (0 for
+    the reply itself: truncated or empty), ``n_stages`` the number of stages, and ``structure``
+    in [0, 1] the share of an environment module's parts present in the reply (only used below
+    the first stage: a reply that failed later was already a module). Any stage passed is worth
+    more than any amount of structure below it.
+
+    >>> round(design_progress(0, 9, 0.5), 6), round(design_progress(3, 9), 6)
+    (0.055556, 0.333333)
+    >>> design_progress(9, 9)
+    Traceback (most recent call last):
+    ...
+    ValueError: failed_stage must lie in [0, n_stages), got 9 with n_stages=9
+    """
+    if not isinstance(n_stages, int) or n_stages < 1:
+        raise ValueError(f"n_stages must be an integer >= 1, got {n_stages!r}")
+    if not isinstance(failed_stage, int) or not 0 <= failed_stage < n_stages:
+        raise ValueError(f"failed_stage must lie in [0, n_stages), got {failed_stage!r} "
+                         f"with n_stages={n_stages}")
+    s = _rate(structure, "structure")
+    return (failed_stage + min(s, 1.0 - 1e-9)) / n_stages
 
 
 def group_zscore(values: Sequence[float], eps: float = 1e-8) -> list[float]:

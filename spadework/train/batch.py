@@ -15,6 +15,10 @@ unhinted arm's baseline. Episodes that ended in ``env_error`` or ``timeout`` (th
 failed or was too slow) or ``policy_error`` are left out of both the groups and the samples: they
 say nothing about the agent's play.
 
+With ``format_weight > 0`` the returns that are z-scored are ``shaped_return(return,
+format_share, format_weight)`` (``spadework.reward``): a small bonus for replies the host could
+parse, for models too small to win at first; the win rate and regret never see it.
+
 Designer advantages (``designer_samples``): the credited reward of each attempt, either centred
 per skill and multiplied by ``scale`` (the reference's scheme; ``reference_designer_scale``
 gives its ``min(n_agent / n_designer * regen, 50)``), or z-scored per skill.
@@ -31,7 +35,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from spadework.reward import center_by_group, episode_return, group_zscore
+from spadework.reward import center_by_group, episode_return, group_zscore, shaped_return
 from spadework.types import ARMS, Episode
 
 if TYPE_CHECKING:
@@ -107,7 +111,8 @@ def _trainable(prompt_ids: Sequence[int], output_ids: Sequence[int],
 
 
 def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hint",),
-                   eps: float = 1e-8) -> Assembly:
+                   eps: float = 1e-8, format_weight: float = 0.0,
+                   setting: str = "games") -> Assembly:
     """Agent samples with per-(env, arm) z-scored returns; see the module docstring.
 
     >>> from spadework.types import Turn
@@ -133,6 +138,11 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
     samples: list[Sample] = []
     for (env_id, arm), members in groups.items():
         returns = [episode_return(e.rewards, e.terminated) for e in members]
+        if format_weight:
+            from spadework.metrics import format_share
+
+            returns = [shaped_return(r, format_share(e, setting), format_weight)
+                       for r, e in zip(returns, members, strict=True)]
         for e, adv in zip(members, group_zscore(returns, eps), strict=True):
             for t_index, t in enumerate(e.turns):
                 why = _trainable(t.prompt_ids, t.output_ids, t.logprobs)

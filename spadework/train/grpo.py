@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError
-from spadework.train.batch import Sample
+from spadework.train.batch import ROLES, Sample
 from spadework.train.loss import AGGREGATIONS, grpo_token_loss, token_weights
 
 #: Linear layers that take LoRA in Llama/Qwen/Mistral-style models (attention and MLP).
@@ -139,7 +139,9 @@ class Learner:
         ratio), tis_mean, tis_capped_frac, sample_ratio_mean, sample_ratio_max (train vs sampler,
         uncapped), grad_norm (before clipping), step_skipped (1 when the gradient was not finite
         and no update was made), tokens, samples, samples_agent,
-        samples_designer, adv_mean, seconds.
+        samples_designer, adv_mean, seconds; and per role (``agent``, ``designer``):
+        ``loss_ROLE`` (the role's share of ``loss``: the two add up to it), ``entropy_ROLE``,
+        ``tokens_ROLE`` and ``adv_mean_ROLE`` (None for a role with no samples in the batch).
         """
         import torch
 
@@ -151,6 +153,7 @@ class Learner:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         sums: Counter[str] = Counter()
+        by_role: dict[str, Counter[str]] = {role: Counter() for role in ROLES}
         maxima = {"ratio_max": 0.0, "sample_ratio_max": 0.0}
         for micro in micro_batches(samples, cfg.micro_batch_size, cfg.micro_batch_tokens):
             loss, terms, extra = self._micro_loss(micro, total_tokens, len(samples))
@@ -158,6 +161,8 @@ class Learner:
             sums["loss"] += float(loss.detach())
             sums["pg_loss"] += extra["pg_loss"]
             sums["entropy"] += extra["entropy_sum"]
+            for role, figures in extra["roles"].items():
+                by_role[role].update(figures)
             sums["kl"] += float(terms["kl"].sum())
             sums["clip"] += float(terms["clipped"].sum())
             sums["ratio"] += float(terms["ratio"].sum())
@@ -186,6 +191,7 @@ class Learner:
             "samples_agent": float(roles["agent"]), "samples_designer": float(roles["designer"]),
             "adv_mean": sum(s.advantage for s in samples) / len(samples),
             "seconds": time.perf_counter() - t0,
+            **_role_figures(samples, by_role),
         }
 
     def _micro_loss(self, micro: list[Sample], total_tokens: int,
@@ -211,8 +217,15 @@ class Learner:
             pg = (weights * terms["tis"] * torch.maximum(
                 -adv * terms["ratio"],
                 -adv * terms["ratio"].clamp(1 - cfg.clip_low, 1 + cfg.clip_high))).sum()
-            entropy = _entropy_sum(logits.detach(), cfg.temperature)
-        return loss, terms, {"pg_loss": float(pg), "entropy_sum": float(entropy)}
+            entropy = _entropies(logits.detach(), cfg.temperature)
+            role_of = [s.role for s in micro for _ in s.output_ids]
+            roles = {}
+            for role in set(role_of):
+                mask = torch.tensor([r == role for r in role_of], device=dev)
+                roles[role] = {"loss": float(terms["weighted"][mask].sum()),
+                               "entropy": float(entropy[mask].sum()), "tokens": int(mask.sum())}
+        return loss, terms, {"pg_loss": float(pg), "entropy_sum": float(entropy.sum()),
+                             "roles": roles}
 
     def _ref_logprobs(self, ids: Any, attn: Any, select: Any, targets: Any) -> Any:
         import torch
@@ -332,9 +345,23 @@ def _logprobs(logits: Any, targets: Any, temperature: float) -> Any:
     return token_logprobs(logits, targets, temperature)
 
 
-def _entropy_sum(logits: Any, temperature: float) -> Any:
-    """Sum over rows of the entropy of ``softmax(logits / T)`` (nats)."""
+def _entropies(logits: Any, temperature: float) -> Any:
+    """The entropy of ``softmax(logits / T)`` of each row (nats)."""
     import torch
 
     logp = torch.log_softmax(logits.float() / (temperature if temperature > 0 else 1.0), dim=-1)
-    return -(logp.exp() * logp).sum()
+    return -(logp.exp() * logp).sum(dim=-1)
+
+
+def _role_figures(samples: Sequence[Sample], by_role: dict[str, Counter[str]]) -> dict[str, Any]:
+    """``loss_ROLE``, ``entropy_ROLE`` (nats per token), ``tokens_ROLE`` and ``adv_mean_ROLE``
+    for each role; None where the batch has no sample of the role."""
+    out: dict[str, Any] = {}
+    for role in ROLES:
+        mine = [s.advantage for s in samples if s.role == role]
+        n = by_role[role]["tokens"]
+        out[f"loss_{role}"] = by_role[role]["loss"] if mine else None
+        out[f"entropy_{role}"] = by_role[role]["entropy"] / n if n else None
+        out[f"tokens_{role}"] = float(n)
+        out[f"adv_mean_{role}"] = sum(mine) / len(mine) if mine else None
+    return out

@@ -67,7 +67,9 @@ def grpo_token_loss(
     All arguments are 1-D float tensors of one length (``advantages`` per token). Returns
     ``(loss, terms)``; ``terms`` holds detached tensors ``ratio``, ``clipped`` (bool: the clipped
     branch was taken and has zero gradient), ``tis`` (the capped weight), ``sample_ratio``
-    (uncapped ``exp(logp_old - logp_sampling)``), ``kl`` (zeros when no reference is given).
+    (uncapped ``exp(logp_old - logp_sampling)``), ``kl`` (zeros when no reference is given) and
+    ``weighted`` (each token's ``weight_t * loss_t``: they sum to ``loss``, so a subset's sum is
+    that subset's share of the loss, e.g. one role's).
     """
     import torch
 
@@ -89,6 +91,6 @@ def grpo_token_loss(
     loss = (weights * per_token).sum()
     terms = {
         "ratio": ratio.detach(), "clipped": (clipped > unclipped).detach(), "tis": tis,
-        "sample_ratio": sample_ratio, "kl": kl,
+        "sample_ratio": sample_ratio, "kl": kl, "weighted": (weights * per_token).detach(),
     }
     return loss, terms

@@ -44,6 +44,36 @@ def test_on_policy_first_step_has_unit_ratios_despite_padding(tiny_policy):
 
 
 @pytest.mark.parametrize("aggregation", ["token", "sequence"])
+def test_role_losses_add_up_to_the_loss_and_follow_each_roles_advantages(tiny_policy, aggregation):
+    samples = samples_for(tiny_policy, n=9)
+    learner = Learner(tiny_policy, TrainConfig(micro_batch_size=2, aggregation=aggregation))
+    stats = learner.step(samples)
+    assert stats["loss_agent"] + stats["loss_designer"] == pytest.approx(stats["loss"], abs=1e-6)
+    for role in ("agent", "designer"):
+        mine = [s for s in samples if s.role == role]
+        assert stats[f"tokens_{role}"] == sum(s.n_tokens for s in mine)
+        assert stats[f"adv_mean_{role}"] == pytest.approx(sum(s.advantage for s in mine) / len(mine))
+        assert stats[f"entropy_{role}"] > 0
+    # on policy the ratio and TIS weights are 1, so a role's loss is minus its weighted advantage
+    total = sum(s.n_tokens for s in samples)
+    for role in ("agent", "designer"):
+        mine = [s for s in samples if s.role == role]
+        if aggregation == "token":
+            expected = -sum(s.advantage * s.n_tokens for s in mine) / total
+        else:
+            expected = -sum(s.advantage for s in mine) / len(samples)
+        assert stats[f"loss_{role}"] == pytest.approx(expected, abs=1e-4)
+
+
+def test_a_batch_of_one_role_reports_none_for_the_other(tiny_policy):
+    samples = [s for s in samples_for(tiny_policy, n=6) if s.role == "agent"]
+    stats = Learner(tiny_policy, TrainConfig()).step(samples)
+    assert stats["loss_agent"] == pytest.approx(stats["loss"], abs=1e-6)
+    assert stats["loss_designer"] is None and stats["adv_mean_designer"] is None
+    assert stats["entropy_designer"] is None and stats["tokens_designer"] == 0
+
+
+@pytest.mark.parametrize("aggregation", ["token", "sequence"])
 def test_micro_batching_does_not_change_the_update(aggregation):
     updates = []
     # one big batch; one sample per pass; rows capped by tokens; activations recomputed
