@@ -19,6 +19,8 @@ from spadework.design import (
     build_design_prompt,
     design_environments,
     is_repair,
+    rejection_progress,
+    reply_structure,
     screen_reply,
 )
 from spadework.design_run import summarize
@@ -89,6 +91,12 @@ def test_every_rejection_stage_is_recorded(sb, archive):
     assert archive.get_env(env_id_of(nim)).status == "accepted"  # the archived original is untouched
     s = summarize(results, 1.0)
     assert s.accepted == 0 and s.rejected_by_stage["reply"] == 2 and sum(s.rejected_by_stage.values()) == 10
+    # graded rejection (RewardConfig.rejection_progress): each stage passed is worth more, and a
+    # truncated module more than an empty reply
+    progress = [rejection_progress(r.attempts[0]) for r in results]
+    assert progress == sorted(progress) and len(set(progress)) == len(progress)
+    assert progress[0] == 0.0 and 0 < progress[1] < progress[2] == pytest.approx(1 / 9)
+    assert progress[-1] < 1.0
 
 
 def test_retries_use_fresh_documents_and_batch_only_open_slots(sb, archive):
@@ -219,3 +227,10 @@ def test_tool_use_designs_take_the_same_path(sb, archive):
     assert res.env is not None and res.env.setting == "tool-use", res.attempts[0].reason
     prompt = res.attempts[0].messages[1]["content"]
     assert "Subclass ToolEnv" in prompt and archive.get_env(res.env.env_id).setting == "tool-use"
+
+
+def test_reply_structure_tells_prose_from_the_beginnings_of_a_module():
+    assert reply_structure("I am ready. The environment will be about tides.") == 0.0
+    partial = reply_structure(fenced(GOOD_CODE)[:200])
+    assert 0 < partial < reply_structure(fenced(GOOD_CODE)) == 1.0
+    assert reply_structure("class Env:\n    def reset(self):\n") == pytest.approx(2 / 7)

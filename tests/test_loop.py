@@ -79,6 +79,26 @@ def test_designer_credit_is_the_blend_of_its_first_plays(tmp_path, cfg):
         assert rejected.reward == one.reward.rejection_reward
 
 
+def test_graded_rejection_reward_and_format_shaping_reach_the_archive(tmp_path, cfg):
+    from spadework.design import rejection_progress
+
+    shaped = override(cfg, {"iterations": 1, "reward": {"rejection_reward": -1.0,
+                                                        "rejection_progress": 1.0,
+                                                        "format_weight": 0.2}})
+    out = run(shaped, tmp_path, policy=ScriptedPolicy(designing_script))
+    with Archive.open(archive_path(tmp_path)) as a:
+        rejected = next(x for x in a.attempts() if x.outcome != "accepted")
+        assert rejected.outcome == "novelty"
+        assert rejected.reward == pytest.approx(-1.0 + rejection_progress(rejected)) == -1 / 9
+    line = out[0].to_dict()
+    assert set(line["losses"]) == {"agent", "designer"}
+    assert line["rewards"]["agent"] == line["agent_return"]["no_hint"]
+    assert 0.0 <= line["agent_format_share"]["no_hint"] <= 1.0
+    bad = {"reward": {"format_weight": -0.1}}
+    with pytest.raises(ConfigError, match="format_weight"):
+        override(cfg, bad)
+
+
 def _ep(arm, i, rewards, status="completed", error=""):
     return Episode("e", arm, i, i, (), tuple(rewards), status == "completed", False, status, error)
 

@@ -89,3 +89,21 @@ def test_sample_rejects_what_cannot_be_trained():
         Sample("critic", (1,), (2,), (-0.1,), 0.0)
     with pytest.raises(ValueError, match="advantage"):
         Sample("agent", (1,), (2,), (-0.1,), float("nan"))
+
+
+def test_format_weight_separates_equal_returns_by_well_formed_replies():
+    def ep(i, texts, ret=0.0):
+        turns = tuple(Turn((1, 2), (5,), (-0.1,), t, "", "", 0.0, "stop") for t in texts)
+        return Episode("a", "no_hint", i, i, turns, (ret,), True, False, "completed")
+
+    eps = [ep(0, ["\\boxed{1}", "\\boxed{2}"]), ep(1, ["\\boxed{1}", "no box"]), ep(2, ["x", "y"])]
+    assert {s.advantage for s in agent_assembly(eps).samples} == {0.0}  # unshaped: all lost
+    shaped = agent_assembly(eps, format_weight=0.2)
+    by_play = {s.key.split("/")[2]: s.advantage for s in shaped.samples}
+    assert by_play["0"] > 0 > by_play["2"] and by_play["1"] == pytest.approx(0.0, abs=1e-6)
+    # a win still outranks perfect formatting
+    mixed = agent_assembly([ep(0, ["\\boxed{1}"] * 2), ep(1, ["x", "y"], ret=1.0)], format_weight=0.2)
+    assert [round(s.advantage, 6) for s in mixed.samples] == [-1.0, -1.0, 1.0, 1.0]
+    tool = agent_assembly([ep(0, ['<tool_call>{"name": "ls", "arguments": {}}</tool_call>']),
+                           ep(1, ["\\boxed{1}"])], format_weight=0.2, setting="tool-use")
+    assert [round(s.advantage, 6) for s in tool.samples] == [1.0, -1.0]
