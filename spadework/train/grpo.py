@@ -142,6 +142,13 @@ class Learner:
         samples_designer, adv_mean, seconds; and per role (``agent``, ``designer``):
         ``loss_ROLE`` (the role's share of ``loss``: the two add up to it), ``entropy_ROLE``,
         ``tokens_ROLE`` and ``adv_mean_ROLE`` (None for a role with no samples in the batch).
+
+        Samples whose advantage is 0 have no gradient when ``kl_coef`` is 0 (their loss is
+        ``0 * ratio``), so they are not run at all: they still count in the normalisation
+        (``total_tokens``, ``total_samples``), so the update is the same as with them, and
+        ``zero_advantage_samples`` says how many were left out. The per-token statistics
+        (entropy, ratios, KL) are over the tokens that were run. When no sample is left, no
+        update is made and ``step_skipped`` is 1.
         """
         import torch
 
@@ -150,12 +157,13 @@ class Learner:
         t0 = time.perf_counter()
         cfg = self.cfg
         total_tokens = sum(s.n_tokens for s in samples)
+        run = [s for s in samples if s.advantage != 0 or cfg.kl_coef]
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         sums: Counter[str] = Counter()
         by_role: dict[str, Counter[str]] = {role: Counter() for role in ROLES}
         maxima = {"ratio_max": 0.0, "sample_ratio_max": 0.0}
-        for micro in micro_batches(samples, cfg.micro_batch_size, cfg.micro_batch_tokens):
+        for micro in micro_batches(run, cfg.micro_batch_size, cfg.micro_batch_tokens):
             loss, terms, extra = self._micro_loss(micro, total_tokens, len(samples))
             loss.backward()
             sums["loss"] += float(loss.detach())
@@ -173,12 +181,12 @@ class Learner:
             maxima["sample_ratio_max"] = max(maxima["sample_ratio_max"], float(terms["sample_ratio"].max()))
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
         finite = bool(torch.isfinite(grad_norm))
-        if finite:  # a NaN/inf gradient would poison the weights and Adam's moments for good
+        if finite and run:  # a NaN/inf gradient would poison the weights and Adam's moments for good
             self.optimizer.step()
+            self.steps += 1
         self.optimizer.zero_grad(set_to_none=True)
-        self.steps += 1
         roles = Counter(s.role for s in samples)
-        n = float(total_tokens)
+        n = float(sum(s.n_tokens for s in run)) or 1.0
         return {
             "loss": sums["loss"], "pg_loss": sums["pg_loss"], "kl": sums["kl"] / n,
             "entropy": sums["entropy"] / n, "clip_frac": sums["clip"] / n,
@@ -186,8 +194,9 @@ class Learner:
             "tis_mean": sums["tis"] / n, "tis_capped_frac": sums["tis_capped"] / n,
             "sample_ratio_mean": sums["sample_ratio"] / n,
             "sample_ratio_max": maxima["sample_ratio_max"],
-            "grad_norm": float(grad_norm), "step_skipped": float(not finite), "tokens": n,
-            "samples": float(len(samples)),
+            "grad_norm": float(grad_norm), "step_skipped": float(not (finite and run)),
+            "tokens": float(total_tokens), "samples": float(len(samples)),
+            "zero_advantage_samples": float(len(samples) - len(run)),
             "samples_agent": float(roles["agent"]), "samples_designer": float(roles["designer"]),
             "adv_mean": sum(s.advantage for s in samples) / len(samples),
             "seconds": time.perf_counter() - t0,
@@ -359,9 +368,9 @@ def _role_figures(samples: Sequence[Sample], by_role: dict[str, Counter[str]]) -
     out: dict[str, Any] = {}
     for role in ROLES:
         mine = [s.advantage for s in samples if s.role == role]
-        n = by_role[role]["tokens"]
+        n = by_role[role]["tokens"]  # the tokens that were run
         out[f"loss_{role}"] = by_role[role]["loss"] if mine else None
         out[f"entropy_{role}"] = by_role[role]["entropy"] / n if n else None
-        out[f"tokens_{role}"] = float(n)
+        out[f"tokens_{role}"] = float(sum(s.n_tokens for s in samples if s.role == role))
         out[f"adv_mean_{role}"] = sum(mine) / len(mine) if mine else None
     return out

@@ -65,6 +65,30 @@ def test_role_losses_add_up_to_the_loss_and_follow_each_roles_advantages(tiny_po
         assert stats[f"loss_{role}"] == pytest.approx(expected, abs=1e-4)
 
 
+@pytest.mark.parametrize("aggregation", ["token", "sequence"])
+def test_zero_advantage_samples_are_not_run_and_the_update_is_unchanged(aggregation):
+    import dataclasses
+
+    updates = []
+    for zero in (0.0, 1e-30):  # 1e-30: run, but with a gradient far below float precision
+        policy = make_tiny_policy()
+        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=2, aggregation=aggregation))
+        batch = [dataclasses.replace(s, advantage=zero) if i % 3 == 0 else s
+                 for i, s in enumerate(samples_for(policy, n=9))]
+        before = lora_state(learner)
+        stats = learner.step(batch)
+        assert stats["zero_advantage_samples"] == (3 if zero == 0 else 0)
+        assert stats["tokens"] == sum(s.n_tokens for s in batch) and learner.steps == 1
+        after = lora_state(learner)
+        updates.append({k: after[k] - before[k] for k in after})
+    assert max_diff(updates[0], updates[1]) < 1e-6 and max(float(d.abs().max()) for d in updates[0].values()) > 0
+    policy = make_tiny_policy()
+    learner = Learner(policy, TrainConfig())
+    before = lora_state(learner)
+    stats = learner.step([dataclasses.replace(s, advantage=0.0) for s in samples_for(policy)])
+    assert stats["step_skipped"] == 1 and learner.steps == 0 and max_diff(lora_state(learner), before) == 0
+
+
 def test_a_batch_of_one_role_reports_none_for_the_other(tiny_policy):
     samples = [s for s in samples_for(tiny_policy, n=6) if s.role == "agent"]
     stats = Learner(tiny_policy, TrainConfig()).step(samples)
