@@ -3,7 +3,8 @@
 Prints one JSON object. Both sides train the default model (SmolLM2-135M-Instruct, fp32 on CPU)
 with the same LoRA (r 16, alpha 32, the same seven projection layers), the same batch of
 ``--samples`` sequences of ``--prompt`` + ``--output`` random token ids (seeded), advantages
-+1/-1, ``--micro`` samples per forward/backward pass, AdamW, gradient clipping at 1.0, one thread.
++1/-1 (none is 0, so our learner runs every sample: it skips only advantage-0 samples, which have
+no gradient), ``--micro`` samples per forward/backward pass, AdamW, gradient clipping at 1.0, one thread.
 
 What is timed, on each side, is one optimizer step on a prepared batch, generation excluded:
 
