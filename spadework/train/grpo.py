@@ -337,15 +337,17 @@ def output_logits(model: Any, ids: Any, attn: Any, select: Any) -> Any:
     """Logits ``[n_selected, V]`` at the ``select`` positions (row-major order).
 
     Runs the decoder over the whole sequence but the LM head only where ``select`` is True (the
-    head is the largest matrix of a small model; prompt positions need no logits). Models that
+    head is the largest matrix of a small model; prompt positions need no logits), without a KV
+    cache (a training pass reads nothing back from one). Models that
     post-process logits (soft-capping, a logit scale) go through the full forward instead.
     """
     cfg = getattr(model, "config", None)
     post = getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None)
     if post is None and hasattr(model, "get_decoder") and model.get_output_embeddings() is not None:
-        hidden = model.get_decoder()(input_ids=ids, attention_mask=attn).last_hidden_state
+        decoder = model.get_decoder()
+        hidden = decoder(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state
         return model.get_output_embeddings()(hidden[select])
-    return model(input_ids=ids, attention_mask=attn).logits[select]
+    return model(input_ids=ids, attention_mask=attn, use_cache=False).logits[select]
 
 
 def _logprobs(logits: Any, targets: Any, temperature: float) -> Any:
