@@ -371,7 +371,7 @@ def _role_figures(samples: Sequence[Sample], by_role: dict[str, Counter[str]]) -
     for role in ROLES:
         mine = [s.advantage for s in samples if s.role == role]
         n = by_role[role]["tokens"]  # the tokens that were run
-        out[f"loss_{role}"] = by_role[role]["loss"] if mine else None
+        out[f"loss_{role}"] = float(by_role[role]["loss"]) if mine else None
         out[f"entropy_{role}"] = by_role[role]["entropy"] / n if n else None
         out[f"tokens_{role}"] = float(sum(s.n_tokens for s in samples if s.role == role))
         out[f"adv_mean_{role}"] = sum(mine) / len(mine) if mine else None
