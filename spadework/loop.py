@@ -229,7 +229,7 @@ def _train(ctx: RunContext, i: int, episodes: list[Episode]):
         ctx.show("train", f"{len(samples)} samples ({len(designer.samples)} designer)")
         figures.update(ctx.learner.step(samples))
         ctx.show("train", "loss " + ", ".join(
-            f"{role} {figures[f'loss_{role}']:+.4f}" for role in ("agent", "designer")
+            f"{role} {figures[f'loss_{role}']:+.4f}" for role in batch.ROLES
             if figures.get(f"loss_{role}") is not None))
         _save_checkpoint(ctx, i, keep=(i + 1) % ctx.cfg.checkpoint_every == 0)
         ctx.trained_through = i
@@ -336,6 +336,7 @@ def run_iteration(ctx: RunContext, i: int) -> IterationMetrics:
 def _summary(ctx: RunContext, figures: dict, episodes: list[Episode]) -> dict:
     """The iteration's metrics line from the per-stage figures stored as the stages committed."""
     from spadework.reward import episode_return
+    from spadework.train.batch import ROLES
 
     def ret(arm: str) -> float | None:
         return M.stats([episode_return(e.rewards, e.terminated) for e in episodes if e.arm == arm])["mean"]
@@ -346,7 +347,7 @@ def _summary(ctx: RunContext, figures: dict, episodes: list[Episode]) -> dict:
     design, play_f, rew = figures.get("design", {}), figures.get("play", {}), figures.get("reward", {})
     train = figures.get("train") or {}
     return {
-        "losses": {role: train.get(f"loss_{role}") for role in ("agent", "designer")},
+        "losses": {role: train.get(f"loss_{role}") for role in ROLES},
         "rewards": {"agent": ret("no_hint"), "designer": (rew.get("designer_reward") or {}).get("mean")},
         "agent_format_share": {"no_hint": fmt("no_hint"), "hint": fmt("hint")},
         "preset": ctx.cfg.preset, "regenerated": design.get("regenerated", False),
