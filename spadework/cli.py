@@ -212,9 +212,9 @@ def _archive_call(db: str | None, run_dir: str | None, fn: Callable[..., None], 
     """Open the named archive, call ``fn(archive)``, and turn archive errors into exit 1."""
     from spadework.archive import Archive
     from spadework.archive.show import resolve_path
-    from spadework.errors import ArchiveError, ConfigError
+    from spadework.errors import ArchiveError, ConfigError, SandboxUnavailable
 
-    with _reported(ArchiveError, ConfigError):
+    with _reported(ArchiveError, ConfigError, SandboxUnavailable):
         with Archive.open(resolve_path(db, run_dir), create=create) as archive:
             fn(archive)
 
@@ -258,10 +258,29 @@ def archive_export(
 
 
 @archive_app.command("import-starter")
-def archive_import_starter(db: str = _DB, run_dir: str = _RUN_DIR) -> None:
-    """Add the starter library as seed environments (creates the archive; idempotent)."""
-    _archive_call(db, run_dir, lambda a: typer.echo(
-        f"{a.import_starter()} starter environments added to {a.path}"), create=True)
+def archive_import_starter(
+    db: str = _DB, run_dir: str = _RUN_DIR,
+    max_turns: int = typer.Option(None, "--max-turns", min=1, help="The turn limit they will be "
+                                  "played with, and so are checked with (default: the cpu "
+                                  "preset's [play] max_turns)."),
+) -> None:
+    """Check the starter library in the sandbox and add it as seed environments (creates the
+    archive; idempotent)."""
+    from spadework.config import preset
+    from spadework.env.checker import CheckConfig
+    from spadework.library import checked_starters
+    from spadework.sandbox import Limits, Sandbox
+
+    def add(a) -> None:
+        turns = max_turns or preset("cpu").play.max_turns
+        with Sandbox(Limits()) as sb:
+            records = checked_starters(sb, CheckConfig(max_turns=turns))
+        n = a.import_starter(records)
+        bad = [r.name for r in records if r.status != "accepted"]
+        typer.echo(f"{n} starter environments added or re-checked at max_turns={turns} in {a.path}"
+                   + (f"; rejected at this limit: {', '.join(bad)}" if bad else ""))
+
+    _archive_call(db, run_dir, add, create=True)
 
 
 @app.command("run")
@@ -350,6 +369,9 @@ def design_cmd(
     attempts: int = typer.Option(3, "--attempts", min=1, help="Fresh attempts per slot."),
     repair_turns: int = typer.Option(0, "--repair-turns", min=0, help="Inference-only repair turns."),
     max_tokens: int = typer.Option(1024, "--max-tokens", min=1),
+    max_turns: int = typer.Option(None, "--max-turns", min=1, help="The turn limit the designs "
+                                  "will be played with, and so are checked with (default: the "
+                                  "cpu preset's [play] max_turns)."),
     seed: int = typer.Option(0, "--seed"),
     device: str = typer.Option("cpu", "--device"),
 ) -> None:
@@ -358,15 +380,18 @@ def design_cmd(
     from rich.progress import Progress
     from rich.table import Table
 
+    from spadework.config import preset
     from spadework.design import DesignConfig
     from spadework.design_run import design_into_run_dir
 
     with _reported(SpadeworkError):
+        max_turns = max_turns or preset("cpu").play.max_turns
         cfg = DesignConfig(setting=setting, attempts_per_slot=attempts, repair_turns=repair_turns,
                            max_tokens=max_tokens)
         with Progress(console=Console(stderr=True)) as bar:
             task = bar.add_task("designing", total=n * attempts * (1 + repair_turns))
-            s = design_into_run_dir(run_dir, n=n, cfg=cfg, model=model, seed=seed, device=device,
+            s = design_into_run_dir(run_dir, n=n, cfg=cfg, max_turns=max_turns, model=model,
+                                    seed=seed, device=device,
                                     progress=lambda msg: bar.update(task, advance=1, description=msg))
             bar.update(task, completed=n * attempts * (1 + repair_turns))
     table = Table(title=f"design, iteration {s.iteration} ({run_dir / 'archive.sqlite'})")

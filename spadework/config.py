@@ -14,6 +14,7 @@ from typing import Any
 
 from spadework.curriculum import CurriculumConfig
 from spadework.design import DesignConfig
+from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
 from spadework.reward import VARIANTS
 from spadework.rollout import PlayConfig
@@ -120,6 +121,12 @@ class RunConfig:
                 raise ConfigError(f"RunConfig.{name} must be an integer >= 1, got {getattr(self, name)!r}")
         if not self.episode_seconds > 0:
             raise ConfigError("RunConfig.episode_seconds must be > 0")
+
+    @property
+    def check(self) -> CheckConfig:
+        """How this run checks environments: built with the turn limit they are played with
+        (``play.max_turns``), so whatever the run plays has passed the checker under its limit."""
+        return CheckConfig(max_turns=self.play.max_turns)
 
     @property
     def setting(self) -> str:

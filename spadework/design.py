@@ -33,6 +33,7 @@ from typing import Any
 
 from spadework.archive.records import DesignAttempt, MemoryNegative
 from spadework.env.checker import STAGES as CHECK_STAGES
+from spadework.env.checker import CheckConfig
 from spadework.env.contract import render_contract
 from spadework.errors import ConfigError
 from spadework.skills import Skill
@@ -287,12 +288,14 @@ def design_environments(
     run_seed: int,
     skills: Sequence[Skill],
     cfg: DesignConfig,
-    check_config: Any = None,
+    check_config: CheckConfig,
     progress: Callable[[str], None] | None = None,
 ) -> list[DesignResult]:
     """Fill ``n`` design slots (see the module docstring); slot ``i`` exercises
     ``skills[i % len(skills)]``. Returns one :class:`DesignResult` per slot, in slot order.
 
+    ``check_config`` must carry the turn limit the environments will be played with
+    (``RunConfig.check``): an environment that needs more turns than play allows cannot be won.
     ``policy`` implements :class:`spadework.policy.Policy`; ``sandbox`` is a started sandbox;
     ``archive`` an open :class:`spadework.archive.Archive`; ``corpus`` a
     :class:`spadework.corpus.Corpus`. Raises ConfigError for a bad request and lets PolicyError

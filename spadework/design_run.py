@@ -17,7 +17,7 @@ environment is added to it at once, so two slots can never accept the same envir
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spadework.archive.records import ACCEPTED, DesignAttempt, EnvRecord
@@ -95,7 +95,7 @@ def judge_reply(text: str, finish_reason: str, *, sandbox: Any, cfg: DesignConfi
     extracted = CheckResult("extract", True, f"a module of {len(module.code.splitlines())} lines{repairs}")
     report = check(module.code, sandbox=sandbox, seeds=cfg.check_seeds, config=check_config,
                    existing=index, module=True)
-    report = CheckReport(report.env_id, report.class_name, (extracted, *report.results))
+    report = replace(report, results=(extracted, *report.results))
     if report.ok:
         return Judgement(ACCEPTED, "", module.code, report)
     return Judgement(report.failed_stage or "static", report.reason, module.code, report)
@@ -105,14 +105,13 @@ class DesignRun:
     """The state of one :func:`spadework.design.design_environments` call."""
 
     def __init__(self, policy: Any, sandbox: Any, archive: Any, corpus: Any, *, iteration: int,
-                 run_seed: int, cfg: DesignConfig, check_config: Any = None,
+                 run_seed: int, cfg: DesignConfig, check_config: Any,
                  progress: Callable[[str], None] | None = None) -> None:
-        from spadework.env.checker import CheckConfig
         from spadework.env.novelty import NoveltyIndex
 
         self.policy, self.sandbox, self.archive, self.corpus = policy, sandbox, archive, corpus
         self.iteration, self.run_seed, self.cfg = iteration, run_seed, cfg
-        self.check_config = check_config or CheckConfig()
+        self.check_config = check_config
         self.progress = progress or (lambda _msg: None)
         self.index = NoveltyIndex(archive.env_codes("accepted"), k=self.check_config.shingle_size)
         self._memory: dict[str, tuple[list[MemoryExample], list, tuple[str, ...]]] = {}
@@ -266,18 +265,19 @@ def summarize(results: Sequence[DesignResult], seconds: float, iteration: int = 
                          iteration=iteration)
 
 
-def design_into_run_dir(run_dir: Any, *, n: int, cfg: DesignConfig, model: str | None = None,
-                        seed: int = 0, device: str = "cpu",
+def design_into_run_dir(run_dir: Any, *, n: int, cfg: DesignConfig, max_turns: int,
+                        model: str | None = None, seed: int = 0, device: str = "cpu",
                         progress: Callable[[str], None] | None = None) -> DesignSummary:
     """``spadework design``: load the model, the default corpus and a sandbox, design ``n``
     slots into ``run_dir/archive.sqlite`` as the iteration after the last one designed there,
-    and summarise."""
+    checked under the turn limit ``max_turns`` they are meant to be played with, and summarise."""
     import time
     from pathlib import Path
 
     from spadework.archive import Archive, archive_path
     from spadework.default_corpus import load_default_corpus
     from spadework.design import design_environments
+    from spadework.env.checker import CheckConfig
     from spadework.policy.hf import load_hf_policy
     from spadework.sandbox import Limits, Sandbox
     from spadework.skills import skills_for
@@ -291,5 +291,6 @@ def design_into_run_dir(run_dir: Any, *, n: int, cfg: DesignConfig, model: str |
         start = time.monotonic()
         results = design_environments(policy, sandbox, archive, corpus, n=n, iteration=iteration,
                                       run_seed=seed, skills=skills_for(cfg.setting), cfg=cfg,
+                                      check_config=CheckConfig(max_turns=max_turns),
                                       progress=progress)
         return summarize(results, time.monotonic() - start, iteration)

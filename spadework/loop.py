@@ -110,7 +110,7 @@ def _design(ctx: RunContext, i: int, state: cur.CurriculumState) -> dict[str, An
         results = design_environments(
             ctx.policy, ctx.sandbox, ctx.archive, ctx.corpus(), n=cc.designs_per_regen,
             iteration=i, run_seed=ctx.cfg.run_seed, skills=skills, cfg=ctx.cfg.design,
-            progress=lambda text: ctx.show("design", text))
+            check_config=ctx.cfg.check, progress=lambda text: ctx.show("design", text))
     except PolicyError as e:  # the designer failed as a whole: an iteration without fresh envs
         return {"regenerated": True, "fresh": [], "funnel": {"policy_error": 1}, "error": e.reason,
                 "tokens": 0}
@@ -125,6 +125,8 @@ def _pool(ctx: RunContext, i: int, state: cur.CurriculumState, design: dict) -> 
     fresh = design["fresh"] if design["regenerated"] else list(state.fresh)
     candidates = []
     for rec in a.list_envs(status="accepted", setting=ctx.cfg.setting):
+        if rec.report is None or rec.report.max_turns != ctx.cfg.play.max_turns:
+            continue  # only what passed the checker under the turn limit it is played with
         s = a.env_stats(rec.env_id)
         score = None if s is None else cur.env_score(cc.score, s.win_rate, s.regret)
         candidates.append(cur.Candidate(rec.env_id, score, None if s is None else s.last_played_iteration))
@@ -370,6 +372,7 @@ def run(cfg: Any, run_dir: str | Path, *, resume: bool = False, policy: Any = No
     checkpoints); with ``resume``, continue a killed or finished run there. ``policy`` replaces
     the configured model (tests pass a scripted one). Raises ConfigError when ``run_dir`` holds
     a run and ``resume`` is false."""
+    from spadework.library import checked_starters
     from spadework.sandbox import Limits, Sandbox
 
     run_dir = Path(run_dir)
@@ -380,11 +383,13 @@ def run(cfg: Any, run_dir: str | Path, *, resume: bool = False, policy: Any = No
             raise ConfigError(f"{run_dir} already holds a run (iteration {prog['iteration']}); pass "
                               "--resume to continue it or choose another --run-dir")
         start = 0 if prog is None else prog["iteration"] + (prog["stage"] == "store")
-        with archive.transaction():
-            archive.import_starter()
-            archive.save_state("config", {"preset": cfg.preset, "model": cfg.model,
-                                          "run_seed": cfg.run_seed, "train": cfg.train})
         with Sandbox(Limits(episode_seconds=cfg.episode_seconds)) as sb:
+            with archive.transaction():
+                if not archive.starters_checked_at(cfg.play.max_turns):
+                    show("setup", f"checking the starter library at max_turns={cfg.play.max_turns}")
+                    archive.import_starter(checked_starters(sb, cfg.check))
+                archive.save_state("config", {"preset": cfg.preset, "model": cfg.model,
+                                              "run_seed": cfg.run_seed, "train": cfg.train})
             show("setup", f"sandbox up; loading model {cfg.model or '(default)'}")
             ctx = _context(cfg, run_dir, archive, sb, policy, resume, show)
             out = [run_iteration(ctx, i) for i in range(start, cfg.iterations)]

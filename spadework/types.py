@@ -46,11 +46,16 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class CheckReport:
-    """All stages run on one candidate, in order; the first failure ends the run of stages."""
+    """All stages run on one candidate, in order; the first failure ends the run of stages.
+
+    ``max_turns`` is the turn limit the environment was built and checked with (None in reports
+    written before it was recorded): an environment is only played under the limit it passed.
+    """
 
     env_id: str | None
     class_name: str | None
     results: tuple[CheckResult, ...] = field(default_factory=tuple)
+    max_turns: int | None = None
 
     @property
     def ok(self) -> bool:

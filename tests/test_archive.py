@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from starters import starter_records
 
 from spadework.archive import (
     SCHEMA_VERSION,
@@ -476,13 +477,31 @@ def test_memory_uses_the_latest_iteration_rates(arc: Archive) -> None:
 
 def test_import_starter_is_idempotent_and_complete(arc: Archive) -> None:
     starters = starter_envs()
-    assert arc.import_starter() == len(starters) and arc.import_starter() == 0
+    records = starter_records(8)
+    assert arc.import_starter(records) == len(starters) and arc.import_starter(records) == 0
     got = {r.env_id: r for r in arc.list_envs()}
     assert set(got) == {s.env_id for s in starters}
     for s in starters:
         r = got[s.env_id]
         assert (r.class_name, r.setting, r.skill, r.name, r.origin, r.status, r.iteration) == (
             s.class_name, s.setting, s.skill, s.name, "starter", "accepted", -1)
+        assert r.report.ok and r.report.max_turns == 8
+    assert arc.starters_checked_at(8) and not arc.starters_checked_at(3)
+
+
+def test_starters_rechecked_under_another_turn_limit_take_its_verdict(arc: Archive) -> None:
+    """A sliding puzzle needs 4 moves: at max_turns=3 it is stored as rejected at solvable, and
+    checked at 8 again it is accepted again."""
+    arc.import_starter(starter_records(8))
+    assert arc.import_starter(starter_records(3)) == len(starter_envs())
+    puzzle = next(r for r in arc.list_envs() if r.name == "sliding_puzzle")
+    assert (puzzle.status, puzzle.failed_stage, puzzle.report.max_turns) == ("rejected", "solvable", 3)
+    assert "max_turns=3" in puzzle.reason
+    assert arc.starters_checked_at(3)
+    arc.import_starter(starter_records(8))
+    assert arc.get_env(puzzle.env_id).status == "accepted"
+    with pytest.raises(ArchiveError, match="add_env"):
+        arc.import_starter([env("AEnv")])
 
 
 def test_export_jsonl_and_parquet(arc: Archive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from design_support import GOOD_CODE, ScriptedPolicy, bad, corpus, fenced, start_sandbox
+from starters import starter_records
 
 from spadework.archive import Archive
 from spadework.design import (
@@ -70,7 +71,7 @@ def test_accepted_design_is_archived_with_its_sample(sb, archive):
 
 
 def test_every_rejection_stage_is_recorded(sb, archive):
-    archive.import_starter()
+    archive.import_starter(starter_records())
     nim = next(e for e in starter_envs() if e.name == "nim").code
     replies = [
         ("", "stop"), (fenced(GOOD_CODE)[:300], "length"), "I cannot write code today.",
@@ -149,7 +150,7 @@ def test_two_slots_cannot_accept_the_same_environment(sb, archive):
 
 
 def test_memory_examples_and_warnings_appear_in_the_prompt(sb, archive):
-    archive.import_starter()
+    archive.import_starter(starter_records())
     skill = skill_named("mathematical reasoning")
     by_name = {e.name: e for e in starter_envs()}
     good, easy = by_name["countdown"], by_name["nim"]
@@ -163,7 +164,7 @@ def test_memory_examples_and_warnings_appear_in_the_prompt(sb, archive):
 
 
 def test_memory_is_dropped_to_fit_the_context(sb, archive):
-    archive.import_starter()
+    archive.import_starter(starter_records())
     countdown = next(e for e in starter_envs() if e.name == "countdown")
     archive.record_env_stats(countdown.env_id, 0, plays=10, wins=5, regret=0.3)
     skill = skill_named("mathematical reasoning")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from design_support import GOOD_CODE, ScriptedPolicy, start_sandbox
+from starters import starter_records
 
 from spadework.archive import Archive, EnvRecord
 from spadework.hints import build_hint_prompt, hints_for, parse_hint, solution_answers, write_hints
@@ -101,7 +102,7 @@ def test_answers_printed_in_the_observation_are_public(sb, archive):
 
 def test_env_with_its_own_hint_gets_none_and_no_policy_call(sb, archive):
     nim = next(e for e in starter_envs() if e.name == "nim")
-    archive.import_starter()
+    archive.import_starter(starter_records())
     policy = ScriptedPolicy([])
     report = write_hints(policy, [nim], sandbox=sb, archive=archive, run_seed=0, plays=2)
     assert report.hints == {nim.env_id: None} and report.outcomes[0].source == "env"

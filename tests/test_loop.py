@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from scripted_policy import ScriptedPolicy, designing_script
+from starters import starter_records
 
 from spadework import reward
 from spadework.archive import Archive, archive_path
@@ -97,6 +98,34 @@ def test_graded_rejection_reward_and_format_shaping_reach_the_archive(tmp_path, 
     bad = {"reward": {"format_weight": -0.1}}
     with pytest.raises(ConfigError, match="format_weight"):
         override(cfg, bad)
+
+
+LOCK = (ROOT / "tests" / "fixtures" / "envs" / "good" / "combination_lock.py").read_text()
+
+
+def test_designs_and_starters_are_checked_under_the_play_turn_limit(tmp_path, cfg):
+    """The smoke preset plays 3 turns. A design whose solution needs 5 moves (valid at the
+    checker's old default of 20) is rejected at solvable, and the sliding puzzle starter, which
+    needs 4, is never played; every report records the limit it was checked with."""
+    def script(conv, turn):
+        if conv.messages[0]["role"] == "system" and "design" in conv.messages[0]["content"]:
+            return f"```python\n{LOCK}\n```"
+        return designing_script(conv, turn)
+
+    wide = override(cfg, {"iterations": 1, "curriculum": {"pool_size": 30}})
+    run(wide, tmp_path, policy=ScriptedPolicy(script))
+    with Archive.open(archive_path(tmp_path)) as a:
+        attempts = a.attempts()
+        assert [x.outcome for x in attempts] == ["solvable", "solvable"]
+        lock = a.get_env(attempts[0].env_id)
+        assert lock.report.max_turns == 3 and "max_turns=3" in lock.reason
+        envs = {r.name: r for r in a.list_envs() if r.origin == "starter"}
+        assert {r.report.max_turns for r in envs.values()} == {3}
+        puzzle = envs["sliding_puzzle"]
+        assert (puzzle.status, puzzle.failed_stage) == ("rejected", "solvable")
+        played = {e.env_id for e in a.episodes()}
+        games = {r.env_id for r in envs.values() if r.setting == "games" and r.status == "accepted"}
+        assert played == games and puzzle.env_id not in played
 
 
 def _ep(arm, i, rewards, status="completed", error=""):
@@ -229,7 +258,7 @@ def test_train_stage_gets_both_roles_and_marks_them(tmp_path, cfg):
     cfg = override(cfg, {"train": True, "plays": 4, "checkpoint_every": 1})
     learner = RecordingLearner()
     with Archive.open(archive_path(tmp_path)) as a, Sandbox(Limits(episode_seconds=600)) as sb:
-        a.import_starter()
+        a.import_starter(starter_records())
         from spadework.default_corpus import load_default_corpus
         ctx = RunContext(cfg, tmp_path, a, ScriptedPolicy(half_solving_script), sb, learner=learner,
                          corpus=load_default_corpus)

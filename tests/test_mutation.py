@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from design_support import GOOD_CODE, ScriptedPolicy, corpus, fenced, start_sandbox
+from starters import starter_records
 
 from spadework.archive import Archive
 from spadework.design import DesignConfig, design_environments
@@ -26,7 +27,7 @@ STARTERS = {e.name: e for e in starter_envs()}
 @pytest.fixture
 def archive(tmp_path):
     with Archive.open(tmp_path / "archive.sqlite") as a:
-        a.import_starter()
+        a.import_starter(starter_records())
         yield a
 
 

@@ -96,14 +96,14 @@ def report_to_json(report: CheckReport | None) -> str | None:
         {"stage": r.stage, "passed": r.passed, "reason": r.reason, "seconds": r.seconds}
         for r in report.results
     ]
-    return to_json({"env_id": report.env_id, "class_name": report.class_name, "results": results},
-                   "check report")
+    return to_json({"env_id": report.env_id, "class_name": report.class_name, "results": results,
+                    "max_turns": report.max_turns}, "check report")
 
 
 def report_from_json(text: str | None) -> CheckReport | None:
     """The inverse of :func:`report_to_json`; a malformed report raises :class:`ArchiveError`.
 
-    >>> r = CheckReport("ab", "XEnv", (CheckResult("static", True, "ok", 0.25),))
+    >>> r = CheckReport("ab", "XEnv", (CheckResult("static", True, "ok", 0.25),), max_turns=4)
     >>> report_from_json(report_to_json(r)) == r
     True
     """
@@ -115,7 +115,9 @@ def report_from_json(text: str | None) -> CheckReport | None:
             CheckResult(str(x["stage"]), bool(x["passed"]), str(x["reason"]), float(x["seconds"]))
             for x in d["results"]
         )
-        return CheckReport(d["env_id"], d["class_name"], results)
+        turns = d.get("max_turns")  # absent from reports written before it was recorded
+        return CheckReport(d["env_id"], d["class_name"], results,
+                           None if turns is None else int(turns))
     except (ValueError, KeyError, TypeError) as e:
         raise ArchiveError(f"a stored check report is corrupt ({e}): {text[:120]!r}") from e
 

@@ -42,6 +42,8 @@ from spadework.archive.records import (
     IterationRecord,
     MemoryNegative,
     MemoryPositive,
+    report_from_json,
+    report_to_json,
     to_json,
 )
 from spadework.archive.schema import SCHEMA_VERSION, migrate
@@ -376,18 +378,36 @@ class Archive:
         return memory_negatives(self, skill, k=k, too_easy=too_easy, too_hard=too_hard,
                                 setting=setting)
 
-    def import_starter(self) -> int:
-        """Add the starter library as accepted seed entries (iteration -1); returns how many were
-        new. Idempotent: an environment already present is left as it is."""
-        from spadework.library import starter_envs
-
+    def import_starter(self, records: Sequence[EnvRecord]) -> int:
+        """Store checked starter environments (:func:`spadework.library.checked_starters`);
+        returns how many were new or re-checked. A starter already stored under another turn
+        limit takes the new check's status and report: a starter is played only under the limit
+        it passed (a designed environment keeps its first record, see :meth:`add_env`)."""
+        sql = ("UPDATE envs SET status = ?, failed_stage = ?, reason = ?, report = ? "
+               "WHERE env_id = ?")
+        changed = 0
         with self.transaction():
-            return sum(
-                self.add_env(EnvRecord(code=s.code, class_name=s.class_name, setting=s.setting,
-                                       skill=s.skill, status="accepted", iteration=-1, name=s.name,
-                                       origin="starter"))
-                for s in starter_envs()
-            )
+            for rec in records:
+                if rec.origin != "starter":
+                    raise ArchiveError(f"import_starter got a {rec.origin} environment "
+                                       f"{rec.env_id[:12]}; store designs with add_env")
+                if self.add_env(rec):
+                    changed += 1
+                    continue
+                old = self.get_env(rec.env_id)
+                if old is not None and (old.report is None or rec.report is None
+                                        or old.report.max_turns != rec.report.max_turns):
+                    self._exec(sql, (rec.status, rec.failed_stage, rec.reason,
+                                     report_to_json(rec.report), rec.env_id))
+                    changed += 1
+        return changed
+
+    def starters_checked_at(self, max_turns: int) -> bool:
+        """Whether every stored starter was checked under ``max_turns`` (and some are stored)."""
+        rows = self.query("SELECT report FROM envs WHERE origin = 'starter'")
+        return bool(rows) and all(
+            (r := report_from_json(row["report"])) is not None and r.max_turns == max_turns
+            for row in rows)
 
 
 def _version(conn: sqlite3.Connection) -> int:

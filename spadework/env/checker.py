@@ -348,7 +348,8 @@ def check(
     if not (looks_like_module(source) if module is None else module):
         code = stages.run("extract", lambda: _extract(source))
     if code is None:
-        return CheckReport(env_id=None, class_name=None, results=tuple(stages.results))
+        return CheckReport(env_id=None, class_name=None, results=tuple(stages.results),
+                           max_turns=cfg.max_turns)
     info = stages.run("static", lambda: _static(code, cfg))
     name = info.class_name if info else None
 
@@ -363,7 +364,8 @@ def check(
     index = existing if isinstance(existing, NoveltyIndex) else NoveltyIndex(existing, k=cfg.shingle_size)
     if len(index):
         stages.run("novelty", lambda: (None, novelty_stage(code, index, cfg)))
-    return CheckReport(env_id=env_id_of(code), class_name=name, results=tuple(stages.results))
+    return CheckReport(env_id=env_id_of(code), class_name=name, results=tuple(stages.results),
+                       max_turns=cfg.max_turns)
 
 
 def _static(code: str, cfg: CheckConfig) -> tuple[Any, str]:
@@ -379,6 +381,7 @@ def report_dict(report: CheckReport) -> dict:
         "class_name": report.class_name,
         "failed_stage": report.failed_stage,
         "reason": report.reason,
+        "max_turns": report.max_turns,
         "results": [
             {"stage": r.stage, "passed": r.passed, "reason": r.reason, "seconds": round(r.seconds, 6)}
             for r in report.results

@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import ast
 from importlib import resources
+from typing import TYPE_CHECKING, Any
 
 from spadework.env.contract import SETTINGS, find_env_class
 from spadework.errors import ConfigError, ContractError
 from spadework.types import EnvSource
+
+if TYPE_CHECKING:
+    from spadework.archive.records import EnvRecord
 
 #: The six cognitive skills a game environment targets (the paper's skill list, lower case).
 GAME_SKILLS = (
@@ -113,3 +117,21 @@ def starter_env(name: str) -> EnvSource:
         known = ", ".join(sorted(files)) or "(none)"
         raise ConfigError(f"no starter environment named {name!r}; known: {known}")
     return parse_source(files[name], name)
+
+
+def checked_starters(sandbox: Any, config: Any, setting: str | None = None) -> list[EnvRecord]:
+    """Every starter environment (of ``setting``) as an archive record, checked in ``sandbox``
+    under ``config`` (a :class:`spadework.env.checker.CheckConfig`): accepted when it passes,
+    rejected with its failing stage when not. Runs check them under the turn limit they play
+    with: the starters scale their instances with ``max_turns`` but some cannot be won in very
+    few turns (a sliding puzzle needs 4 moves), and those must not be played there. About 3 s
+    for the whole library."""
+    from spadework.archive.records import EnvRecord
+    from spadework.env.checker import check
+
+    return [
+        EnvRecord.from_check(s.code, check(s.code, sandbox=sandbox, config=config, module=True),
+                             iteration=-1, setting=s.setting, skill=s.skill, name=s.name,
+                             origin="starter")
+        for s in starter_envs(setting)
+    ]

@@ -102,7 +102,18 @@ def test_good_fixture_passes_every_stage(sb, path):
     assert [r.stage for r in report.results] == RUNTIME_STAGES
     assert all(r.reason and r.seconds >= 0 for r in report.results)
     assert report.env_id == env_id_of(path.read_text())
-    assert report.class_name == "ArithmeticChainEnv"
+    assert f"class {report.class_name}:" in path.read_text()
+    assert report.max_turns == CheckConfig().max_turns
+
+
+def test_the_report_records_the_turn_limit_and_a_longer_solution_fails_under_it(sb):
+    """The combination lock needs five moves: solvable under max_turns=5, not under 4."""
+    code = (FIXTURES / "good" / "combination_lock.py").read_text()
+    short = check(code, sandbox=sb, module=True, config=CheckConfig(max_turns=4))
+    assert short.failed_stage == "solvable" and "max_turns=4" in short.reason
+    assert short.max_turns == 4
+    enough = check(code, sandbox=sb, module=True, config=CheckConfig(max_turns=5))
+    assert enough.ok and enough.max_turns == 5
 
 
 @pytest.mark.parametrize("env", starter_envs(), ids=lambda e: e.name)
