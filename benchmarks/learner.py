@@ -55,10 +55,12 @@ def _batch(args: argparse.Namespace, vocab: int) -> list[tuple[list[int], list[i
 
 def _ours(policy, batch, args, device: str, checkpointing: bool = False):
     from spadework.train import Learner, Sample, TrainConfig
+    from spadework.types import Sampling
 
     learner = Learner(policy, TrainConfig(micro_batch_size=args.micro,
                                           gradient_checkpointing=checkpointing))
-    samples = [Sample("agent", tuple(p), tuple(o), tuple([-1.0] * len(o)), a) for p, o, a in batch]
+    samples = [Sample("agent", tuple(p), tuple(o), tuple([-1.0] * len(o)), a, Sampling(1.0))
+               for p, o, a in batch]
     return lambda: learner.step(samples)
 
 

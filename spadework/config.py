@@ -143,7 +143,7 @@ def _smoke() -> RunConfig:
         play=PlayConfig(max_turns=3, max_tokens=48, context_tokens=2048, temperature=0.7),
         curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=1, skills_per_regen=1,
                                     pool_size=2),
-        learner=TrainConfig(micro_batch_size=2, temperature=0.7),
+        learner=TrainConfig(micro_batch_size=2),
     )
 
 
@@ -174,7 +174,7 @@ def _cpu() -> RunConfig:
         # Activations of a 2,000-token designer sample take 3.5 GB in fp32: the run peaked at
         # 10.3 GB with two per pass and no recomputation; one per pass, recomputed, 4.5 GB.
         learner=TrainConfig(lr=3e-4, micro_batch_size=2, micro_batch_tokens=2048,
-                            gradient_checkpointing=True, temperature=0.7),
+                            gradient_checkpointing=True),
     )
 
 
@@ -193,7 +193,7 @@ def _paper(size: str) -> RunConfig:
                                     pool_size=24),
         learner=TrainConfig(lr=1e-6, weight_decay=0.1, betas=(0.9, 0.98), clip_low=0.2,
                             clip_high=0.28, tis_cap=2.0, kl_coef=0.0, lora=False,
-                            micro_batch_size=1, temperature=0.6),
+                            micro_batch_size=1),
     )
 
 

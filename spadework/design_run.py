@@ -36,7 +36,7 @@ from spadework.errors import ExtractError
 from spadework.mutation import Parent, build_mutation_prompt, choose_parent, wants_mutation
 from spadework.seeding import derive_seed
 from spadework.skills import Skill
-from spadework.types import CheckReport, CheckResult, EnvSource
+from spadework.types import CheckReport, CheckResult, EnvSource, Sampling
 
 #: Characters per prompt token assumed when fitting memory into the context (conservative for
 #: code, where tokens are short), so a prompt never overflows the model's window.
@@ -188,14 +188,14 @@ class DesignRun:
                     j.code, j.report, iteration=self.iteration, setting=req.slot.skill.setting,
                     skill=req.slot.skill.name, doc_id=req.doc_id, doc_excerpt=req.doc_excerpt,
                     parent_id=req.slot.parent.env_id if req.slot.parent else None))
-            attempts.append(self._attempt(req, c, j))
+            attempts.append(self._attempt(req, c, j, params.record))
             req.slot.attempts.append(attempts[-1])
             done.append((req, c.text, j))
             self.progress(f"slot {req.slot.slot} attempt {attempts[-1].attempt}: {j.outcome}")
         self._store(envs, attempts)
         return done
 
-    def _attempt(self, req: _Request, c: Any, j: Judgement) -> DesignAttempt:
+    def _attempt(self, req: _Request, c: Any, j: Judgement, sampling: Sampling) -> DesignAttempt:
         ids, lps, reason = tuple(c.output_ids), tuple(c.logprobs), j.reason
         if len(ids) != len(lps):  # a backend without logprobs: keep the text, not a sample to train on
             ids, lps = (), ()
@@ -206,7 +206,7 @@ class DesignRun:
             messages=req.messages, reply=c.text, prompt_ids=tuple(c.prompt_ids), output_ids=ids,
             logprobs=lps, outcome=j.outcome, reason=reason,
             env_id=j.report.env_id if j.code is not None else None,
-            finish_reason=c.finish_reason, memory_ids=req.memory_ids)
+            finish_reason=c.finish_reason, memory_ids=req.memory_ids, sampling=sampling)
 
     def _store(self, envs: list[EnvRecord], attempts: list[DesignAttempt]) -> None:
         """Archive one call's environments and attempts together; repairs (and, with

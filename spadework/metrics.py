@@ -123,7 +123,7 @@ def format_share(episode: Episode, setting: str) -> float:
     the move was legal or good; it is what a model too small to win can still learn first.
 
     >>> from spadework.types import Turn
-    >>> t = lambda text: Turn((1,), (2,), (-0.1,), text, "", "", 0.0, "stop")
+    >>> t = lambda text: Turn((1,), (2,), (-0.1,), text, "", "", 0.0, "stop", None)
     >>> format_share(Episode("e", "no_hint", 0, 0, (t("\\\\boxed{3}"), t("hm")), (0.0,), True, False, "completed"), "games")
     0.5
     """

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from spadework.env.actions import parse_action
 from spadework.errors import ConfigError, EnvError, EnvTimeout, PolicyError
 from spadework.seeding import derive_seed, episode_seed
-from spadework.types import Episode, EnvSource, Turn
+from spadework.types import Episode, EnvSource, Sampling, Turn
 
 TOOL_MESSAGES = ("auto", "tool", "user")
 
@@ -239,7 +239,7 @@ def _start(sandbox, job: PlayJob, cfg: PlayConfig) -> _Live:
     return live
 
 
-def _advance(live: _Live, completion, cfg: PlayConfig, tool_role: str) -> None:
+def _advance(live: _Live, completion, cfg: PlayConfig, tool_role: str, sampling: Sampling) -> None:
     parsed = parse_action(completion.text, live.job.env.setting)
     action = parsed.env_action
     try:
@@ -261,6 +261,7 @@ def _advance(live: _Live, completion, cfg: PlayConfig, tool_role: str) -> None:
         prompt_ids=tuple(completion.prompt_ids), output_ids=tuple(completion.output_ids),
         logprobs=tuple(completion.logprobs), text=completion.text, action=action,
         observation=obs, reward=reward, finish_reason=completion.finish_reason,
+        sampling=sampling,
     ))
     live.rewards.append(reward)
     live.terminated, live.truncated = bool(terminated), bool(truncated)
@@ -351,7 +352,7 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
                 completions = _chat(policy, [lives[i] for i in batch], params, cfg.thinking)
                 for i, completion in zip(batch, completions):
                     if completion is not None:
-                        _advance(lives[i], completion, cfg, tool_role)
+                        _advance(lives[i], completion, cfg, tool_role, params.record)
                 turn += 1
             live = [i for i in live if lives[i].status is None]
             if progress is not None:

@@ -84,8 +84,30 @@ ARMS = ("hint", "no_hint")
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """How a completion was drawn: what the learner needs to score its tokens the way the sampler
+    did (logprobs are ``log_softmax(logits / T)``; ``T = 1`` for greedy, ``temperature == 0``).
+
+    >>> Sampling(0.7, 0.95, 20).scoring_temperature, Sampling(0.0, 1.0, 0).scoring_temperature
+    (0.7, 1.0)
+    """
+
+    temperature: float
+    top_p: float = 1.0
+    top_k: int = 0
+
+    @property
+    def scoring_temperature(self) -> float:
+        return self.temperature if self.temperature > 0 else 1.0
+
+
+@dataclass(frozen=True)
 class Turn:
-    """One assistant turn: exactly what was sampled (for the learner) and what the env answered."""
+    """One assistant turn: exactly what was sampled (for the learner) and what the env answered.
+
+    ``sampling`` is how the reply was drawn (None only for turns archived before it was
+    recorded: the learner cannot score those and leaves them out).
+    """
 
     prompt_ids: tuple[int, ...]
     output_ids: tuple[int, ...]
@@ -95,6 +117,7 @@ class Turn:
     observation: str
     reward: float
     finish_reason: str
+    sampling: Sampling | None
 
 
 @dataclass(frozen=True)

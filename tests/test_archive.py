@@ -27,7 +27,7 @@ from spadework.archive import (
 from spadework.archive.schema import APPLICATION_ID, migrate
 from spadework.errors import ArchiveError, ConfigError
 from spadework.library import starter_envs
-from spadework.types import CheckReport, CheckResult, Episode, Turn
+from spadework.types import CheckReport, CheckResult, Episode, Sampling, Turn
 
 SPADEWORK = str(Path(sys.executable).with_name("spadework"))
 
@@ -52,7 +52,7 @@ def turn(i: int, n: int = 3) -> Turn:
     return Turn(prompt_ids=tuple(range(i, i + 50)), output_ids=tuple(range(n)),
                 logprobs=tuple(-0.1 * (j + 1) / 3 for j in range(n)), text=f"reply {i} ✓",
                 action=f"\\boxed{{{i}}}", observation=f"obs {i}", reward=0.1 * i,
-                finish_reason="stop")
+                finish_reason="stop", sampling=Sampling(0.7, 0.95, 20) if i % 2 else None)
 
 
 def episode(env_id: str, arm: str = "hint", play: int = 0, turns: int = 2, win: bool = True) -> Episode:
@@ -68,7 +68,7 @@ def attempt(it: int, slot: int, env_id: str | None = None, **kw) -> DesignAttemp
                 reply="```python\n...\n```", prompt_ids=(1, 2, 3), output_ids=(4, 5),
                 logprobs=(-0.5, -1.25), outcome="accepted" if env_id else "extract",
                 reason="" if env_id else "no python block", env_id=env_id,
-                memory_ids=("ab" * 32,), created_at=5.0)
+                memory_ids=("ab" * 32,), created_at=5.0, sampling=Sampling(0.6, 0.95, 20))
     return DesignAttempt(**{**base, **kw})
 
 

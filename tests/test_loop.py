@@ -19,7 +19,7 @@ from spadework.config import RewardConfig, load_config, override, preset
 from spadework.errors import ConfigError
 from spadework.loop import run
 from spadework.metrics import score_env
-from spadework.types import Episode
+from spadework.types import Episode, Sampling
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -268,6 +268,11 @@ def test_train_stage_gets_both_roles_and_marks_them(tmp_path, cfg):
         assert roles.count("designer") == 2 and roles[:2] == ["designer", "designer"]
         agent = [s for s in samples if s.role == "agent"]
         assert agent and {s.advantage > 0 for s in agent} == {True, False}  # wins and losses
+        # each sample carries how it was drawn, so the learner scores it at its own temperature
+        d, p = cfg.design, cfg.play
+        assert {s.sampling for s in samples if s.role == "designer"} == {
+            Sampling(d.temperature, d.top_p, d.top_k)}
+        assert {s.sampling for s in agent} == {Sampling(p.temperature, p.top_p, p.top_k)}
         assert all(x.trained_iteration == 0 for x in a.attempts())
         assert m.values["train"]["agent_samples"] == len(agent)
         assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text())["iteration"] == 0

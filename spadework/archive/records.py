@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spadework.errors import ArchiveError
-from spadework.types import CheckReport, CheckResult, env_id_of
+from spadework.types import CheckReport, CheckResult, Sampling, env_id_of
 
 #: An environment is either in the archive's pool or kept as a rejected design, with its stage.
 ENV_STATUSES = ("accepted", "rejected")
@@ -192,7 +192,8 @@ class DesignAttempt:
     Keyed by ``(iteration, slot, attempt)``. ``outcome`` is :data:`ACCEPTED` or the name of the
     failing stage (``reason`` says why); ``env_id`` is set when code was extracted and archived.
     ``reward`` stays ``None`` until the environment's plays credit it (delayed credit), and
-    ``trained_iteration`` until the learner has used the sample.
+    ``trained_iteration`` until the learner has used the sample. ``sampling`` is how the reply
+    was drawn (None: not recorded, as in archives written before it was; not trainable).
     """
 
     iteration: int
@@ -214,6 +215,7 @@ class DesignAttempt:
     reward: float | None = None
     trained_iteration: int | None = None
     created_at: float | None = None
+    sampling: Sampling | None = None
 
     @property
     def key(self) -> tuple[int, int, int]:

@@ -19,7 +19,7 @@ from spadework.archive.records import (
     unpack_ints,
 )
 from spadework.errors import ArchiveError
-from spadework.types import ARMS, EPISODE_STATUSES, Episode, Turn
+from spadework.types import ARMS, EPISODE_STATUSES, Episode, Sampling, Turn
 
 ENV_COLUMNS = ("env_id", "code", "class_name", "setting", "skill", "name", "origin", "doc_id",
                "doc_excerpt", "parent_id", "iteration", "status", "failed_stage", "reason",
@@ -27,14 +27,26 @@ ENV_COLUMNS = ("env_id", "code", "class_name", "setting", "skill", "name", "orig
 
 ATTEMPT_COLUMNS = ("iteration", "slot", "attempt", "skill", "setting", "doc_id", "messages",
                    "reply", "prompt_ids", "output_ids", "logprobs", "finish_reason", "outcome",
-                   "reason", "env_id", "memory_ids", "reward", "trained_iteration", "created_at")
+                   "reason", "env_id", "memory_ids", "reward", "trained_iteration", "created_at",
+                   "temperature", "top_p", "top_k")
 
 EPISODE_COLUMNS = ("iteration", "env_id", "arm", "play_index", "seed", "rewards", "terminated",
                    "truncated", "status", "error", "seconds", "n_turns")
 
 TURN_COLUMNS = ("iteration", "env_id", "arm", "play_index", "turn_index", "prompt_shared", "prompt_ids",
                 "output_ids", "logprobs", "text", "action", "observation", "reward",
-                "finish_reason")
+                "finish_reason", "temperature", "top_p", "top_k")
+
+
+def sampling_columns(s: Sampling | None) -> tuple:
+    """(temperature, top_p, top_k), or NULLs when how it was drawn is not known."""
+    return (None, None, None) if s is None else (float(s.temperature), float(s.top_p), int(s.top_k))
+
+
+def sampling_from(row: sqlite3.Row) -> Sampling | None:
+    if row["temperature"] is None:
+        return None
+    return Sampling(row["temperature"], row["top_p"], row["top_k"])
 
 
 def env_row(rec: EnvRecord, now: float) -> tuple:
@@ -69,7 +81,7 @@ def attempt_row(a: DesignAttempt, now: float) -> tuple:
             to_json(list(a.messages), "attempt messages"), a.reply, pack_ints(a.prompt_ids),
             pack_ints(a.output_ids), pack_floats(a.logprobs), a.finish_reason, a.outcome,
             a.reason, a.env_id, to_json(list(a.memory_ids), "memory ids"), a.reward,
-            a.trained_iteration, created)
+            a.trained_iteration, created, *sampling_columns(a.sampling))
 
 
 def attempt_from_row(row: sqlite3.Row) -> DesignAttempt:
@@ -82,6 +94,7 @@ def attempt_from_row(row: sqlite3.Row) -> DesignAttempt:
         env_id=row["env_id"], finish_reason=row["finish_reason"],
         memory_ids=tuple(json.loads(row["memory_ids"])), reward=row["reward"],
         trained_iteration=row["trained_iteration"], created_at=row["created_at"],
+        sampling=sampling_from(row),
     )
 
 
@@ -121,7 +134,7 @@ def episode_rows(iteration: int, ep: Episode) -> tuple[tuple, list[tuple]]:
         k = shared_prefix(prev, t.prompt_ids)
         turns.append((*key, i, k, pack_ints(t.prompt_ids[k:]), pack_ints(t.output_ids),
                       pack_floats(t.logprobs), t.text, t.action, t.observation, float(t.reward),
-                      t.finish_reason))
+                      t.finish_reason, *sampling_columns(t.sampling)))
         prev = t.prompt_ids
     return head, turns
 
@@ -135,7 +148,8 @@ def turn_from_row(row: sqlite3.Row, prev_prompt: tuple[int, ...]) -> Turn:
     return Turn(prompt_ids=prev_prompt[:k] + unpack_ints(row["prompt_ids"]),
                 output_ids=unpack_ints(row["output_ids"]), logprobs=unpack_floats(row["logprobs"]),
                 text=row["text"], action=row["action"], observation=row["observation"],
-                reward=row["reward"], finish_reason=row["finish_reason"])
+                reward=row["reward"], finish_reason=row["finish_reason"],
+                sampling=sampling_from(row))
 
 
 def episode_from_rows(head: sqlite3.Row, turns: Sequence[sqlite3.Row]) -> Episode:

@@ -18,6 +18,8 @@ Versions:
 2. ``envs.failed_stage`` and ``envs.reason`` as columns (backfilled from the stored check
    report), so listings and memory queries filter without parsing JSON per row; an index on
    (skill, status); the ``env_stats`` view (totals plus the latest iteration's rates).
+3. how each sample was drawn: ``temperature``, ``top_p`` and ``top_k`` on ``turns`` and
+   ``attempts`` (NULL for rows written before: the learner cannot score those and skips them).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 from spadework.errors import ArchiveError
 
 #: The schema version this code writes. Bump it only by appending a step to ``STEPS``.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: ``PRAGMA application_id`` of a spadework archive ("SPDW").
 APPLICATION_ID = 0x53504457
@@ -178,8 +180,14 @@ def _step_2(conn: sqlite3.Connection) -> None:
                      (stage if status == "rejected" else None, reason, env_id))
 
 
+def _step_3(conn: sqlite3.Connection) -> None:
+    for table in ("turns", "attempts"):
+        for column, kind in (("temperature", "REAL"), ("top_p", "REAL"), ("top_k", "INTEGER")):
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
 #: ``STEPS[i]`` upgrades version ``i`` to ``i + 1``.
-STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (_step_1, _step_2)
+STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (_step_1, _step_2, _step_3)
 assert len(STEPS) == SCHEMA_VERSION
 
 

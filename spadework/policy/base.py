@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from spadework.errors import ConfigError
+from spadework.types import Sampling
 
 FinishReason = Literal["stop", "length"]
 
@@ -68,6 +69,11 @@ class SamplingParams:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+    @property
+    def record(self) -> Sampling:
+        """What a sample drawn with these parameters records about how it was drawn."""
+        return Sampling(self.temperature, self.top_p, self.top_k)
 
 
 @dataclass(frozen=True)

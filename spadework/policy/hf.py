@@ -29,16 +29,27 @@ from spadework.policy.base import (
 from spadework.seeding import derive_seed  # generator seed of (seed, conversation, sample)
 
 
-def token_logprobs(logits: Any, token_ids: Any, temperature: float) -> Any:
+def token_logprobs(logits: Any, token_ids: Any, temperature: Any) -> Any:
     """``log_softmax(logits / T)`` at ``token_ids`` (``T = 1`` when ``temperature == 0``).
 
-    ``logits``: float tensor ``[..., V]``; ``token_ids``: long tensor ``[...]``. Computed in fp32.
+    ``logits``: float tensor ``[..., V]``; ``token_ids``: long tensor ``[...]``; ``temperature``:
+    one number, or a tensor ``[...]`` of one temperature per position (the learner scores each
+    sample at the temperature it was drawn with). Computed in fp32.
     """
     import torch
 
-    t = temperature if temperature > 0 else 1.0
-    logp = torch.log_softmax(logits.float() / t, dim=-1)
+    logp = torch.log_softmax(logits.float() / _divisor(temperature, logits), dim=-1)
     return logp.gather(-1, token_ids.unsqueeze(-1)).squeeze(-1)
+
+
+def _divisor(temperature: Any, logits: Any) -> Any:
+    """The temperature to divide ``logits`` by: 1 for greedy (0), per row for a tensor."""
+    import torch
+
+    if isinstance(temperature, torch.Tensor):
+        t = temperature.to(device=logits.device, dtype=torch.float32)
+        return torch.where(t > 0, t, torch.ones_like(t)).unsqueeze(-1)
+    return temperature if temperature > 0 else 1.0
 
 
 def teacher_forced_logprobs(

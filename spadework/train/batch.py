@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from spadework.reward import center_by_group, episode_return, group_zscore, shaped_return
-from spadework.types import ARMS, Episode
+from spadework.types import ARMS, Episode, Sampling
 
 if TYPE_CHECKING:
     from spadework.archive.records import DesignAttempt
@@ -51,12 +51,15 @@ SCHEMES = ("center_scale", "zscore")
 class Sample:
     """One sampled completion to train on.
 
-    ``key`` names where it came from (for logging and for ``Archive.mark_trained``); the learner
-    does not read it.
+    ``sampling`` is how it was drawn: the learner scores its tokens at that temperature, the one
+    its ``logprobs`` were reported at (designer and agent samples may differ). ``key`` names
+    where it came from (for logging and for ``Archive.mark_trained``); the learner does not read
+    it.
 
-    >>> Sample("agent", (1, 2), (3,), (-0.5,), 1.0).n_tokens
+    >>> T = Sampling(0.7)
+    >>> Sample("agent", (1, 2), (3,), (-0.5,), 1.0, T).n_tokens
     1
-    >>> Sample("agent", (1,), (3, 4), (-0.5,), 1.0)
+    >>> Sample("agent", (1,), (3, 4), (-0.5,), 1.0, T)
     Traceback (most recent call last):
     ...
     ValueError: 2 output ids but 1 logprobs
@@ -67,6 +70,7 @@ class Sample:
     output_ids: tuple[int, ...]
     logprobs: tuple[float, ...]
     advantage: float
+    sampling: Sampling
     key: str = ""
 
     def __post_init__(self) -> None:
@@ -82,6 +86,8 @@ class Sample:
             raise ValueError(f"advantage must be finite, got {self.advantage!r}")
         if not all(math.isfinite(lp) and lp <= 1e-3 for lp in self.logprobs):
             raise ValueError("logprobs must be finite and <= 0 (log-probabilities)")
+        if not isinstance(self.sampling, Sampling):
+            raise ValueError(f"sampling must say how the sample was drawn, got {self.sampling!r}")
 
     @property
     def n_tokens(self) -> int:
@@ -97,8 +103,10 @@ class Assembly:
 
 
 def _trainable(prompt_ids: Sequence[int], output_ids: Sequence[int],
-               logprobs: Sequence[float]) -> str:
-    """'' when a (prompt, output, logprobs) triple can be trained on, else the reason it cannot."""
+               logprobs: Sequence[float], sampling: Sampling | None) -> str:
+    """'' when a sampled completion can be trained on, else the reason it cannot."""
+    if sampling is None:
+        return "unknown_sampling"  # archived before it was recorded: cannot be scored as drawn
     if not output_ids:
         return "no_output_tokens"
     if not prompt_ids:
@@ -117,7 +125,7 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
 
     >>> from spadework.types import Turn
     >>> def ep(i, r):
-    ...     t = Turn((1, 2), (5, 6), (-0.1, -0.2), "", "", "", r, "stop")
+    ...     t = Turn((1, 2), (5, 6), (-0.1, -0.2), "", "", "", r, "stop", Sampling(0.7))
     ...     return Episode("e", "no_hint", i, i, (t,), (r,), True, False, "completed")
     >>> a = agent_assembly([ep(0, 1.0), ep(1, 0.0), ep(2, 0.0), ep(3, 1.0)])
     >>> [round(s.advantage, 6) for s in a.samples]
@@ -145,13 +153,13 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
                        for r, e in zip(returns, members, strict=True)]
         for e, adv in zip(members, group_zscore(returns, eps), strict=True):
             for t_index, t in enumerate(e.turns):
-                why = _trainable(t.prompt_ids, t.output_ids, t.logprobs)
+                why = _trainable(t.prompt_ids, t.output_ids, t.logprobs, t.sampling)
                 if why:
                     dropped[why] += 1
                     continue
                 samples.append(Sample(
                     "agent", tuple(t.prompt_ids), tuple(t.output_ids), tuple(t.logprobs), adv,
-                    key=f"{env_id[:12]}/{arm}/{e.play_index}/{t_index}",
+                    t.sampling, key=f"{env_id[:12]}/{arm}/{e.play_index}/{t_index}",
                 ))
     return Assembly(tuple(samples), dict(dropped))
 
@@ -193,7 +201,8 @@ def designer_assembly(attempts: Sequence[DesignAttempt], *, scheme: str = "cente
     dropped: Counter[str] = Counter()
     kept: list[DesignAttempt] = []
     for a in attempts:
-        why = "no_reward" if a.reward is None else _trainable(a.prompt_ids, a.output_ids, a.logprobs)
+        why = "no_reward" if a.reward is None else _trainable(a.prompt_ids, a.output_ids,
+                                                              a.logprobs, a.sampling)
         if why:
             dropped[why] += 1
         else:
@@ -210,7 +219,7 @@ def designer_assembly(attempts: Sequence[DesignAttempt], *, scheme: str = "cente
                 advantages[i] = z
     samples = tuple(
         Sample("designer", tuple(a.prompt_ids), tuple(a.output_ids), tuple(a.logprobs), adv,
-               key="{}/{}/{}".format(*a.key))
+               a.sampling, key="{}/{}/{}".format(*a.key))
         for a, adv in zip(kept, advantages, strict=True)
     )
     return Assembly(samples, dict(dropped))
@@ -225,7 +234,7 @@ def designer_samples(attempts: Sequence[DesignAttempt], *, scheme: str = "center
 def attempt_key(sample: Sample) -> tuple[int, int, int]:
     """The archive key ``(iteration, slot, attempt)`` of a designer sample, for ``mark_trained``.
 
-    >>> attempt_key(Sample("designer", (1,), (2,), (-0.1,), 0.0, key="3/0/1"))
+    >>> attempt_key(Sample("designer", (1,), (2,), (-0.1,), 0.0, Sampling(0.6), key="3/0/1"))
     (3, 0, 1)
     """
     if sample.role != "designer":

@@ -6,8 +6,8 @@ updated weights: in-process weight sync is free. With ``lora=False`` every param
 
 ``step(samples)`` recomputes the logprobs of every output token by a teacher-forced pass over
 ``prompt_ids + output_ids`` (right-padded micro-batches; only output positions go through the
-LM head), at the sampling temperature, with the same ``token_logprobs`` the sampler used, then
-minimises the loss of :mod:`spadework.train.loss` with gradient accumulation over micro-batches,
+LM head), each sample at the temperature it was drawn with, by the same ``token_logprobs`` the
+sampler used, then minimises the loss of :mod:`spadework.train.loss` with gradient accumulation over micro-batches,
 clips the gradient norm and takes one AdamW step. Entropy is logged, not optimised.
 
 Departure from the reference: the default learning rate is 1e-5, not its 1e-6, because only the
@@ -29,6 +29,7 @@ from typing import Any
 
 from spadework.errors import ConfigError
 from spadework.train.batch import ROLES, Sample
+from spadework.types import Sampling
 from spadework.train.loss import AGGREGATIONS, grpo_token_loss, token_weights
 
 #: Linear layers that take LoRA in Llama/Qwen/Mistral-style models (attention and MLP).
@@ -47,9 +48,9 @@ class TrainConfig:
     samples per forward/backward pass, and ``micro_batch_tokens`` the most padded tokens
     (rows x longest row) in one, a longer sample going alone (memory, not maths).
     ``gradient_checkpointing`` recomputes activations in the backward pass (less memory, about a
-    third more compute). ``temperature``: the sampling
-    temperature, so recomputed logprobs follow the sampler's convention (0 means greedy = 1).
-    ``seed``: LoRA initialisation.
+    third more compute). ``seed``: LoRA initialisation. There is no temperature here: each
+    sample is scored at the temperature it was drawn with (``Sample.sampling``), so a designer
+    sample drawn at 0.6 and an agent turn drawn at 0.7 each get the sampler's convention.
     """
 
     lr: float = 1e-5
@@ -70,7 +71,6 @@ class TrainConfig:
     micro_batch_size: int = 4
     micro_batch_tokens: int = 8192
     gradient_checkpointing: bool = False
-    temperature: float = 1.0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -91,7 +91,6 @@ class TrainConfig:
             (self.micro_batch_size >= 1, f"micro_batch_size must be >= 1, got {self.micro_batch_size}"),
             (self.micro_batch_tokens >= 1,
              f"micro_batch_tokens must be >= 1, got {self.micro_batch_tokens}"),
-            (self.temperature >= 0, f"temperature must be >= 0, got {self.temperature}"),
         ]
         for ok, reason in checks:
             if not ok:
@@ -210,14 +209,16 @@ class Learner:
         cfg = self.cfg
         dev = next(self.model.parameters()).device
         ids, attn, select, targets = _pack(micro, self.policy.pad_token_id, dev)
+        temps = torch.tensor([s.sampling.scoring_temperature for s in micro for _ in s.output_ids],
+                             device=dev)
         logits = output_logits(self.model, ids, attn, select)
-        logp = _logprobs(logits, targets, cfg.temperature)
+        logp = _logprobs(logits, targets, temps)
         logp_sampling = torch.tensor([lp for s in micro for lp in s.logprobs], device=dev)
         adv = torch.tensor([s.advantage for s in micro for _ in s.output_ids], device=dev)
         weights = torch.tensor(token_weights(
             [s.n_tokens for s in micro], cfg.aggregation,
             total_tokens=total_tokens, total_samples=total_samples), device=dev)
-        logp_ref = self._ref_logprobs(ids, attn, select, targets) if cfg.kl_coef else None
+        logp_ref = self._ref_logprobs(ids, attn, select, targets, temps) if cfg.kl_coef else None
         loss, terms = grpo_token_loss(
             logp, logp.detach(), logp_sampling, adv, weights, clip_low=cfg.clip_low,
             clip_high=cfg.clip_high, tis_cap=cfg.tis_cap, logp_ref=logp_ref, kl_coef=cfg.kl_coef,
@@ -226,7 +227,7 @@ class Learner:
             pg = (weights * terms["tis"] * torch.maximum(
                 -adv * terms["ratio"],
                 -adv * terms["ratio"].clamp(1 - cfg.clip_low, 1 + cfg.clip_high))).sum()
-            entropy = _entropies(logits.detach(), cfg.temperature)
+            entropy = _entropies(logits.detach(), temps)
             role_of = [s.role for s in micro for _ in s.output_ids]
             roles = {}
             for role in set(role_of):
@@ -236,14 +237,14 @@ class Learner:
         return loss, terms, {"pg_loss": float(pg), "entropy_sum": float(entropy.sum()),
                              "roles": roles}
 
-    def _ref_logprobs(self, ids: Any, attn: Any, select: Any, targets: Any) -> Any:
+    def _ref_logprobs(self, ids: Any, attn: Any, select: Any, targets: Any, temps: Any) -> Any:
         import torch
 
         with torch.no_grad():
             if self._ref is not None:
-                return _logprobs(output_logits(self._ref, ids, attn, select), targets, self.cfg.temperature)
+                return _logprobs(output_logits(self._ref, ids, attn, select), targets, temps)
             with self.model.disable_adapter():
-                return _logprobs(output_logits(self.model, ids, attn, select), targets, self.cfg.temperature)
+                return _logprobs(output_logits(self.model, ids, attn, select), targets, temps)
 
     def save(self, directory: str | Path) -> Path:
         """Write a checkpoint (see :mod:`spadework.train.checkpoint`); returns the folder."""
@@ -270,7 +271,7 @@ def micro_batches(samples: Sequence[Sample], max_rows: int, max_tokens: int) -> 
     """Samples sorted by length (little padding), cut into micro-batches of at most ``max_rows``
     rows and ``max_tokens`` padded tokens (rows x longest row); a longer sample goes alone.
 
-    >>> s = lambda n: Sample("agent", (1,) * n, (2,), (-0.1,), 0.0)
+    >>> s = lambda n: Sample("agent", (1,) * n, (2,), (-0.1,), 0.0, Sampling(1.0))
     >>> [[x.n_tokens + len(x.prompt_ids) for x in m] for m in micro_batches([s(9), s(2), s(3), s(4)], 3, 10)]
     [[3, 4], [5], [10]]
     """
@@ -350,17 +351,17 @@ def output_logits(model: Any, ids: Any, attn: Any, select: Any) -> Any:
     return model(input_ids=ids, attention_mask=attn, use_cache=False).logits[select]
 
 
-def _logprobs(logits: Any, targets: Any, temperature: float) -> Any:
+def _logprobs(logits: Any, targets: Any, temps: Any) -> Any:
     from spadework.policy.hf import token_logprobs
 
-    return token_logprobs(logits, targets, temperature)
+    return token_logprobs(logits, targets, temps)
 
 
-def _entropies(logits: Any, temperature: float) -> Any:
-    """The entropy of ``softmax(logits / T)`` of each row (nats)."""
+def _entropies(logits: Any, temps: Any) -> Any:
+    """The entropy of ``softmax(logits / T)`` of each row (nats), ``temps`` one T per row."""
     import torch
 
-    logp = torch.log_softmax(logits.float() / (temperature if temperature > 0 else 1.0), dim=-1)
+    logp = torch.log_softmax(logits.float() / temps.clamp(min=1e-6).unsqueeze(-1), dim=-1)
     return -(logp.exp() * logp).sum(dim=-1)
 
 

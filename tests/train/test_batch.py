@@ -12,11 +12,13 @@ from spadework.train.batch import (
     designer_assembly,
     designer_samples,
 )
-from spadework.types import ARMS, Episode, Turn
+from spadework.types import ARMS, Episode, Sampling, Turn
+
+T = Sampling(0.7, 0.95, 20)
 
 
 def turn(out=(5, 6), lps=(-0.1, -0.2)):
-    return Turn((1, 2, 3), tuple(out), tuple(lps), "t", "a", "o", 0.0, "stop")
+    return Turn((1, 2, 3), tuple(out), tuple(lps), "t", "a", "o", 0.0, "stop", T)
 
 
 def episode(env, arm, i, ret, *, turns=2, status="completed", terminated=True):
@@ -66,7 +68,8 @@ def test_failed_episodes_and_untrainable_turns_are_dropped_and_counted():
 def attempt(slot, skill, reward, out=(7, 8)):
     return DesignAttempt(iteration=3, slot=slot, attempt=0, skill=skill, setting="games",
                          doc_id=None, messages=(), reply="", prompt_ids=(1, 2), output_ids=out,
-                         logprobs=tuple(-0.5 for _ in out), outcome="accepted", reward=reward)
+                         logprobs=tuple(-0.5 for _ in out), outcome="accepted", reward=reward,
+                         sampling=Sampling(0.6, 0.95, 20))
 
 
 def test_designer_center_scale_and_zscore_per_skill():
@@ -84,16 +87,18 @@ def test_designer_center_scale_and_zscore_per_skill():
 
 def test_sample_rejects_what_cannot_be_trained():
     with pytest.raises(ValueError, match="output_ids is empty"):
-        Sample("agent", (1,), (), (), 0.0)
+        Sample("agent", (1,), (), (), 0.0, T)
     with pytest.raises(ValueError, match="role"):
-        Sample("critic", (1,), (2,), (-0.1,), 0.0)
+        Sample("critic", (1,), (2,), (-0.1,), 0.0, T)
     with pytest.raises(ValueError, match="advantage"):
-        Sample("agent", (1,), (2,), (-0.1,), float("nan"))
+        Sample("agent", (1,), (2,), (-0.1,), float("nan"), T)
+    with pytest.raises(ValueError, match="sampling"):
+        Sample("agent", (1,), (2,), (-0.1,), 0.0, None)
 
 
 def test_format_weight_separates_equal_returns_by_well_formed_replies():
     def ep(i, texts, ret=0.0):
-        turns = tuple(Turn((1, 2), (5,), (-0.1,), t, "", "", 0.0, "stop") for t in texts)
+        turns = tuple(Turn((1, 2), (5,), (-0.1,), t, "", "", 0.0, "stop", T) for t in texts)
         return Episode("a", "no_hint", i, i, turns, (ret,), True, False, "completed")
 
     eps = [ep(0, ["\\boxed{1}", "\\boxed{2}"]), ep(1, ["\\boxed{1}", "no box"]), ep(2, ["x", "y"])]
@@ -107,3 +112,16 @@ def test_format_weight_separates_equal_returns_by_well_formed_replies():
     tool = agent_assembly([ep(0, ['<tool_call>{"name": "ls", "arguments": {}}</tool_call>']),
                            ep(1, ["\\boxed{1}"])], format_weight=0.2, setting="tool-use")
     assert [round(s.advantage, 6) for s in tool.samples] == [1.0, -1.0]
+
+
+def test_turns_and_attempts_without_a_sampling_record_are_dropped():
+    """Archived before sampling was recorded: the learner cannot score them as drawn."""
+    old = Turn((1, 2, 3), (5, 6), (-0.1, -0.2), "t", "a", "o", 0.0, "stop", None)
+    eps = [Episode("a", "no_hint", i, i, (old, turn()), (float(i % 2),), True, False, "completed")
+           for i in range(2)]
+    got = agent_assembly(eps)
+    assert got.dropped == {"unknown_sampling": 2} and len(got.samples) == 2
+    bare = DesignAttempt(iteration=3, slot=0, attempt=0, skill="logic", setting="games",
+                         doc_id=None, messages=(), reply="", prompt_ids=(1, 2), output_ids=(7,),
+                         logprobs=(-0.5,), outcome="accepted", reward=1.0)
+    assert designer_assembly([bare]).dropped == {"unknown_sampling": 1}

@@ -11,10 +11,10 @@ PROMPTS = [
 ]
 
 
-def samples(policy, params):
+def samples(policy, params, role="agent"):
     outs = policy.chat(PROMPTS, params)
-    return [Sample("agent", c.prompt_ids, c.output_ids, c.logprobs, 1.0 if i % 2 else -1.0)
-            for i, c in enumerate(outs) if c.output_ids]
+    return [Sample(role, c.prompt_ids, c.output_ids, c.logprobs, 1.0 if i % 2 else -1.0,
+                   params.record) for i, c in enumerate(outs) if c.output_ids]
 
 
 def test_first_update_importance_ratio_is_one_and_sampler_follows_the_learner(default_policy):
@@ -24,11 +24,14 @@ def test_first_update_importance_ratio_is_one_and_sampler_follows_the_learner(de
     print("T=1 ratio mean/max:", stats["sample_ratio_mean"], stats["sample_ratio_max"])
     assert abs(stats["sample_ratio_mean"] - 1) < 1e-3, stats
     assert stats["sample_ratio_max"] < 1.02 and stats["tis_capped_frac"] == 0.0, stats
-    # after the update, sample again (same module, in place) at the reference's agent settings:
-    # logprobs are of the tempered raw distribution, before top-k / top-p, so they still match
-    params = SamplingParams(temperature=0.6, top_p=0.95, top_k=20, max_tokens=40, n=3, seed=6)
-    second = samples(default_policy, params)
-    stats = Learner(default_policy, TrainConfig(temperature=0.6, micro_batch_size=2)).step(second)
-    print("T=0.6 ratio mean/max:", stats["sample_ratio_mean"], stats["sample_ratio_max"])
+    # after the update, sample again (same module, in place) at the reference's agent settings,
+    # and designer samples at another temperature in the same batch: each is scored at its own
+    # temperature, of the tempered raw distribution before top-k / top-p, so all still match
+    agent = samples(default_policy, SamplingParams(temperature=0.7, top_p=0.95, top_k=20,
+                                                   max_tokens=40, n=3, seed=6))
+    designer = samples(default_policy, SamplingParams(temperature=0.6, top_p=0.95, top_k=20,
+                                                      max_tokens=40, n=2, seed=7), "designer")
+    stats = Learner(default_policy, TrainConfig(micro_batch_size=2)).step(designer + agent)
+    print("T=0.6/0.7 ratio mean/max:", stats["sample_ratio_mean"], stats["sample_ratio_max"])
     assert abs(stats["sample_ratio_mean"] - 1) < 1e-3, stats
     assert stats["sample_ratio_max"] < 1.02, stats

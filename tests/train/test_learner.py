@@ -10,6 +10,7 @@ import pytest
 from spadework.errors import ArchiveError, ConfigError
 from spadework.policy.hf import teacher_forced_logprobs
 from spadework.train import Learner, Sample, TrainConfig
+from spadework.types import Sampling
 from tests.train.conftest import make_tiny_policy
 
 
@@ -22,7 +23,7 @@ def samples_for(policy, n=6, seed=1):
         output = tuple(rng.randrange(2, 64) for _ in range(rng.randrange(2, 9)))
         lps = tuple(teacher_forced_logprobs(policy.model, prompt, output, 1.0))
         out.append(Sample("agent" if i % 3 else "designer", prompt, output, lps,
-                          1.0 if i % 2 else -1.0, key=str(i)))
+                          1.0 if i % 2 else -1.0, Sampling(1.0), key=str(i)))
     return out
 
 
@@ -131,9 +132,24 @@ def test_lora_trains_in_place_and_the_sampler_sees_it(tiny_policy):
     assert all(float((after[n] - base[n]).abs().max()) == 0.0 for n in base)  # base frozen
 
 
+def test_each_sample_is_scored_at_the_temperature_it_was_drawn_with(tiny_policy):
+    """Designer samples drawn at 0.6 and agent samples at 1.0 in one batch: on policy, both
+    roles' ratios are 1 (a learner scoring every sample at one temperature gets them wrong)."""
+    rng = random.Random(3)
+    batch = []
+    for i in range(6):
+        role, temp = ("designer", 0.6) if i % 2 else ("agent", 1.0)
+        prompt = tuple(rng.randrange(2, 64) for _ in range(rng.randrange(3, 10)))
+        output = tuple(rng.randrange(2, 64) for _ in range(rng.randrange(2, 8)))
+        lps = tuple(teacher_forced_logprobs(tiny_policy.model, prompt, output, temp))
+        batch.append(Sample(role, prompt, output, lps, 1.0 if i % 3 else -1.0, Sampling(temp, 0.95, 20)))
+    stats = Learner(tiny_policy, TrainConfig(micro_batch_size=4)).step(batch)
+    assert abs(stats["sample_ratio_mean"] - 1) < 1e-5 and stats["sample_ratio_max"] < 1 + 1e-4
+
+
 def test_positive_advantage_raises_its_tokens_probability(tiny_policy):
     s = samples_for(tiny_policy, n=1)[0]
-    good = Sample("agent", s.prompt_ids, s.output_ids, s.logprobs, 1.0)
+    good = Sample("agent", s.prompt_ids, s.output_ids, s.logprobs, 1.0, s.sampling)
     learner = Learner(tiny_policy, TrainConfig(lr=1e-2))
     for _ in range(3):
         learner.step([good])

@@ -53,7 +53,8 @@ def test_grpo_with_lora_raises_the_reward_of_the_default_model():
             group = slice(g * GROUP, (g + 1) * GROUP)
             for c, adv in zip(done[group], group_zscore(rewards[group]), strict=True):
                 if c.output_ids:
-                    samples.append(Sample("agent", c.prompt_ids, c.output_ids, c.logprobs, adv))
+                    samples.append(Sample("agent", c.prompt_ids, c.output_ids, c.logprobs, adv,
+                                          params.record))
         learner.step(samples)
     print("reward curve:", [round(r, 3) for r in curve])
     first, last = sum(curve[:3]) / 3, sum(curve[-3:]) / 3
