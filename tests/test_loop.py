@@ -212,6 +212,10 @@ def test_training_run_checkpoints_and_resumes_with_the_default_model(tmp_path):
     assert train["designer_samples"] == 1 and train["agent_samples"] > 0
     # a step when some group's plays differ; otherwise the loop says why it skipped
     assert "grad_norm" in train or train["note"].startswith("no update")
+    if "grad_norm" in train:  # per-role sampler-to-learner ratios, on policy 1 at the first update
+        for role in ("agent", "designer"):
+            r = train["importance_ratio"][role]
+            assert r is None or abs(r["mean"] - 1) < 0.01, train
     latest = json.loads((tmp_path / "checkpoints" / "latest.json").read_text())
     assert latest == {"iteration": 0, "dir": "iter_0000"}
     assert (tmp_path / "checkpoints" / "iter_0000" / "learner.json").exists()

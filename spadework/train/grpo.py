@@ -135,12 +135,16 @@ class Learner:
         """One optimizer step over all ``samples``; returns the step's statistics (floats).
 
         Keys: loss, pg_loss, kl, entropy (nats per token), clip_frac, ratio_mean, ratio_max (PPO
-        ratio), tis_mean, tis_capped_frac, sample_ratio_mean, sample_ratio_max (train vs sampler,
-        uncapped), grad_norm (before clipping), step_skipped (1 when the gradient was not finite
-        and no update was made), tokens, samples, samples_agent,
-        samples_designer, adv_mean, seconds; and per role (``agent``, ``designer``):
-        ``loss_ROLE`` (the role's share of ``loss``: the two add up to it), ``entropy_ROLE``,
-        ``tokens_ROLE`` and ``adv_mean_ROLE`` (None for a role with no samples in the batch).
+        ratio), tis_mean (the capped weight), grad_norm (before clipping), step_skipped (1 when
+        the gradient was not finite and no update was made), tokens, samples, samples_agent,
+        samples_designer, adv_mean, seconds; per role (``agent``, ``designer``): ``loss_ROLE``
+        (the role's share of ``loss``: the two add up to it), ``entropy_ROLE``, ``tokens_ROLE``
+        and ``adv_mean_ROLE`` (None for a role with no samples in the batch); and
+        ``importance_ratio``: for each role and for ``all`` tokens, the sampler-to-learner ratio
+        ``exp(logp_learner - logp_sampler)`` of the sampled tokens that were run, as ``mean``,
+        ``max`` and ``capped_share`` (the share above ``tis_cap``), or None when no token of that
+        role was run. On policy with an exact sampler it is 1; a sampler on other kernels or
+        weights (a quantised engine, a stale designer sample) moves it.
 
         Samples whose advantage is 0 have no gradient when ``kl_coef`` is 0 (their loss is
         ``0 * ratio``), so they are not run at all: they still count in the normalisation
@@ -161,7 +165,8 @@ class Learner:
         self.optimizer.zero_grad(set_to_none=True)
         sums: Counter[str] = Counter()
         by_role: dict[str, Counter[str]] = {role: Counter() for role in ROLES}
-        maxima = {"ratio_max": 0.0, "sample_ratio_max": 0.0}
+        maxima = {"ratio_max": 0.0}
+        ratios = _RatioFigures(cfg.tis_cap)
         for micro in micro_batches(run, cfg.micro_batch_size, cfg.micro_batch_tokens):
             loss, terms, extra = self._micro_loss(micro, total_tokens, len(samples))
             loss.backward()
@@ -174,10 +179,8 @@ class Learner:
             sums["clip"] += float(terms["clipped"].sum())
             sums["ratio"] += float(terms["ratio"].sum())
             sums["tis"] += float(terms["tis"].sum())
-            sums["tis_capped"] += float((terms["sample_ratio"] > cfg.tis_cap).sum())
-            sums["sample_ratio"] += float(terms["sample_ratio"].sum())
+            ratios.add(terms["sample_ratio"], [s.role for s in micro for _ in s.output_ids])
             maxima["ratio_max"] = max(maxima["ratio_max"], float(terms["ratio"].max()))
-            maxima["sample_ratio_max"] = max(maxima["sample_ratio_max"], float(terms["sample_ratio"].max()))
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
         finite = bool(torch.isfinite(grad_norm))
         if finite and run:  # a NaN/inf gradient would poison the weights and Adam's moments for good
@@ -190,9 +193,7 @@ class Learner:
             "loss": sums["loss"], "pg_loss": sums["pg_loss"], "kl": sums["kl"] / n,
             "entropy": sums["entropy"] / n, "clip_frac": sums["clip"] / n,
             "ratio_mean": sums["ratio"] / n, "ratio_max": maxima["ratio_max"],
-            "tis_mean": sums["tis"] / n, "tis_capped_frac": sums["tis_capped"] / n,
-            "sample_ratio_mean": sums["sample_ratio"] / n,
-            "sample_ratio_max": maxima["sample_ratio_max"],
+            "tis_mean": sums["tis"] / n, "importance_ratio": ratios.figures(),
             "grad_norm": float(grad_norm), "step_skipped": float(not (finite and run)),
             "tokens": float(total_tokens), "samples": float(len(samples)),
             "zero_advantage_samples": float(len(samples) - len(run)),
@@ -265,6 +266,27 @@ class Learner:
         path = Path(directory)
         self.model.save_pretrained(str(path))
         return path
+
+
+class _RatioFigures:
+    """Sums of the sampler-to-learner ratios of one step, per role and overall."""
+
+    def __init__(self, cap: float) -> None:
+        self.cap = cap
+        self.sums: dict[str, Counter[str]] = {k: Counter() for k in (*ROLES, "all")}
+        self.max: dict[str, float] = {}
+
+    def add(self, ratio: Any, roles: Sequence[str]) -> None:
+        values = ratio.tolist()
+        for role, r in zip(roles, values, strict=True):
+            for key in (role, "all"):
+                self.sums[key].update(n=1, sum=r, capped=r > self.cap)
+                self.max[key] = max(self.max.get(key, r), r)
+
+    def figures(self) -> dict[str, dict[str, float] | None]:
+        return {key: {"mean": c["sum"] / c["n"], "max": self.max[key],
+                      "capped_share": c["capped"] / c["n"]} if c["n"] else None
+                for key, c in self.sums.items()}
 
 
 def micro_batches(samples: Sequence[Sample], max_rows: int, max_tokens: int) -> list[list[Sample]]:

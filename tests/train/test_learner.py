@@ -38,7 +38,8 @@ def max_diff(a, b):
 def test_on_policy_first_step_has_unit_ratios_despite_padding(tiny_policy):
     learner = Learner(tiny_policy, TrainConfig(micro_batch_size=4))
     stats = learner.step(samples_for(tiny_policy))
-    assert abs(stats["sample_ratio_mean"] - 1) < 1e-5 and stats["sample_ratio_max"] < 1 + 1e-4
+    r = stats["importance_ratio"]["all"]
+    assert abs(r["mean"] - 1) < 1e-5 and r["max"] < 1 + 1e-4
     assert stats["clip_frac"] == 0.0 and stats["ratio_mean"] == 1.0
     assert stats["samples"] == 6 and stats["samples_designer"] == 2
     assert stats["grad_norm"] > 0 and stats["entropy"] > 0
@@ -144,7 +145,9 @@ def test_each_sample_is_scored_at_the_temperature_it_was_drawn_with(tiny_policy)
         lps = tuple(teacher_forced_logprobs(tiny_policy.model, prompt, output, temp))
         batch.append(Sample(role, prompt, output, lps, 1.0 if i % 3 else -1.0, Sampling(temp, 0.95, 20)))
     stats = Learner(tiny_policy, TrainConfig(micro_batch_size=4)).step(batch)
-    assert abs(stats["sample_ratio_mean"] - 1) < 1e-5 and stats["sample_ratio_max"] < 1 + 1e-4
+    for role in ("agent", "designer", "all"):
+        r = stats["importance_ratio"][role]
+        assert abs(r["mean"] - 1) < 1e-5 and r["max"] < 1 + 1e-4 and r["capped_share"] == 0.0
 
 
 def test_positive_advantage_raises_its_tokens_probability(tiny_policy):
