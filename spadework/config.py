@@ -1,13 +1,16 @@
 """Configuration: small, nested, validated once at the edge.
 
-Only this module and ``cli.py`` read ``os.environ``. Sections (``SandboxConfig``, ``PlayConfig``,
-...) are frozen dataclasses whose ``__post_init__`` says what to set when a value is wrong.
+Only this module, ``paths.py`` and ``cli.py`` read ``os.environ``. Each section's config class
+lives with its stage (``DesignConfig`` with the designer, ``PlayConfig`` with the rollout,
+``RewardConfig`` with the rewards, ``CurriculumConfig``, ``TrainConfig`` with the learner) and is
+a frozen dataclass whose ``__post_init__`` says what to set when a value is wrong; this module
+only composes them into :class:`RunConfig`, holds the presets and reads TOML files. Nothing below
+the CLI and the loop imports it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,75 +19,9 @@ from spadework.curriculum import CurriculumConfig
 from spadework.design import DesignConfig
 from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
-from spadework.reward import VARIANTS
+from spadework.reward import RewardConfig
 from spadework.rollout import PlayConfig
 from spadework.train.grpo import TrainConfig
-
-
-def home_dir() -> Path:
-    """Where spadework keeps caches (models, corpus): ``$SPADEWORK_HOME``, else ``~/.cache/spadework``."""
-    env = os.environ.get("SPADEWORK_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "spadework"
-
-
-def model_cache_dir() -> Path:
-    """Where pulled models live: ``home_dir() / "models"`` (see ``spadework.policy.registry``)."""
-    return home_dir() / "models"
-
-
-# -- the run configuration (``spadework run``) --------------------------------------------------
-# Sections are the owning modules' own frozen configs (DesignConfig, PlayConfig, CurriculumConfig,
-# TrainConfig) plus RewardConfig here; RunConfig nests them. Presets are functions, so that no
-# module-level mutable object exists; ``load_config`` reads a TOML file over a preset.
-
-
-@dataclass(frozen=True)
-class RewardConfig:
-    """How plays become rewards (see ``spadework.reward``).
-
-    ``variant``: the designer reward (blend, regret, solve_rate, learning_potential, variance).
-    ``rejection_reward``: the reward of a rejected design sample (``DesignConfig.
-    rejected_first_attempts == "none"`` gives them no gradient instead). ``timeout_reward``: a
-    design whose environment hung in a step. ``designer_scheme``: ``center_scale`` (the
-    reference: reward minus its skill's mean, times ``designer_scale``, which ``None`` sets to
-    the reference's ``min(n_agent / n_designer * regen_interval, 50)``) or ``zscore`` per skill.
-    """
-
-    variant: str = "blend"
-    plateau_weight: float = 0.6
-    regret_weight: float = 0.4
-    regret_scale: float = 0.15
-    floor: bool = True
-    lo: float = 0.4
-    hi: float = 0.6
-    ramp: float = 0.25
-    timeout_reward: float = -0.5
-    rejection_reward: float = 0.0
-    variance_bonus: bool = False
-    lp_gamma_fast: float = 0.98
-    lp_gamma_slow: float = 0.85
-    designer_scheme: str = "center_scale"
-    designer_scale: float | None = None
-    format_weight: float = 0.0
-    rejection_progress: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ConfigError(f"RewardConfig.variant must be one of {VARIANTS}, got {self.variant!r}")
-        if not 0 < self.lo <= self.hi < 1 or self.ramp <= 0 or self.regret_scale <= 0:
-            raise ConfigError("RewardConfig needs 0 < lo <= hi < 1, ramp > 0 and regret_scale > 0")
-        if not 0 < self.lp_gamma_slow < self.lp_gamma_fast <= 1:
-            raise ConfigError("RewardConfig needs 0 < lp_gamma_slow < lp_gamma_fast <= 1 "
-                              "(gamma weights the new observation)")
-        if self.designer_scheme not in ("center_scale", "zscore"):
-            raise ConfigError("RewardConfig.designer_scheme must be 'center_scale' or 'zscore'")
-        if self.designer_scale is not None and not self.designer_scale > 0:
-            raise ConfigError("RewardConfig.designer_scale must be > 0, or None for the reference's")
-        for name in ("format_weight", "rejection_progress"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 10:
-                raise ConfigError(f"RewardConfig.{name} must be a number in [0, 10] (0 = off), "
-                                  f"got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -52,9 +52,9 @@ class PullResult:
 
 
 def corpus_dir(home: Path | None = None) -> Path:
-    """``home/corpus`` (``home`` defaults to ``spadework.config.home_dir()``)."""
+    """``home/corpus`` (``home`` defaults to ``spadework.paths.home_dir()``)."""
     if home is None:
-        from spadework.config import home_dir
+        from spadework.paths import home_dir
 
         home = home_dir()
     return Path(home) / "corpus"

@@ -40,7 +40,7 @@ def score_env(env_id: str, episodes: Sequence[Episode], cfg: Any,
     ``cfg`` is a ``RewardConfig``. The learning-potential tracker observes the win rate first, so
     the ``learning_potential`` variant sees this iteration's movement.
 
-    >>> from spadework.config import RewardConfig
+    >>> from spadework.reward import RewardConfig
     >>> def ep(arm, i, r):
     ...     return Episode("e", arm, i, i, (), (r,), True, False, "completed")
     >>> eps = [ep("hint", 0, 1.0), ep("hint", 1, 1.0), ep("no_hint", 0, 1.0), ep("no_hint", 1, 0.0)]

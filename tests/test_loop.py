@@ -15,10 +15,11 @@ from starters import starter_records
 
 from spadework import reward
 from spadework.archive import Archive, archive_path
-from spadework.config import RewardConfig, load_config, override, preset
+from spadework.config import load_config, override, preset
 from spadework.errors import ConfigError
 from spadework.loop import run
 from spadework.metrics import score_env
+from spadework.reward import RewardConfig
 from spadework.types import Episode, Sampling
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -116,7 +116,7 @@ def _unknown(name: str) -> PolicyError:
 
 
 def default_cache_dir() -> Path:
-    from spadework.config import model_cache_dir
+    from spadework.paths import model_cache_dir
 
     return model_cache_dir()
 
