@@ -13,13 +13,18 @@ Departures from the reference implementation (see spade-reference.md, section 7)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from spadework.archive.records import MemoryNegative, MemoryPositive
 from spadework.errors import ArchiveError
 
-if TYPE_CHECKING:
-    from spadework.archive.store import Archive
+
+class Queryable(Protocol):
+    """What memory reads from: :meth:`spadework.archive.Archive.query`."""
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]: ...
 
 _BASE = ("SELECT e.env_id, e.class_name, e.skill, e.code, s.win_rate, s.regret "
          "FROM envs AS e JOIN env_stats AS s ON s.env_id = e.env_id WHERE e.status = 'accepted'")
@@ -60,7 +65,7 @@ def _check_rate(x: float, name: str) -> None:
         raise ArchiveError(f"{name} must lie in [0, 1], got {x!r}")
 
 
-def memory_examples(archive: Archive, skill: str | None, *, lo: float = 0.15, hi: float = 0.85,
+def memory_examples(archive: Queryable, skill: str | None, *, lo: float = 0.15, hi: float = 0.85,
                     k: int = 2, setting: str | None = None) -> list[MemoryPositive]:
     """Accepted environments of ``skill`` whose latest win rate lies in ``[lo, hi]``, best first.
 
@@ -79,7 +84,7 @@ def memory_examples(archive: Archive, skill: str | None, *, lo: float = 0.15, hi
                            r["regret"]) for r in rows]
 
 
-def memory_negatives(archive: Archive, skill: str | None, *, k: int = 1, too_easy: float = 0.9,
+def memory_negatives(archive: Queryable, skill: str | None, *, k: int = 1, too_easy: float = 0.9,
                      too_hard: float = 0.1, setting: str | None = None,
                      excerpt_chars: int = 400) -> list[MemoryNegative]:
     """Accepted environments of ``skill`` the agent solves too often (win rate > ``too_easy``)

@@ -354,7 +354,8 @@ class Sandbox:
         """The fork server's pid while the sandbox runs (its children are the environments)."""
         return self._proc.pid if self._proc is not None else None
 
-    def _zygote_alive(self) -> bool:
+    def zygote_alive(self) -> bool:
+        """Whether the fork server runs and its socket is open."""
         return self._proc is not None and self._proc.poll() is None and self._sock is not None
 
     def _prepared(self, code: str) -> tuple[bytes, str | ContractError]:
@@ -384,21 +385,22 @@ class Sandbox:
                 self._code_cache.popitem(last=False)
         return blob, name
 
-    def _release(self, pid: int) -> None:
+    def release_child(self, pid: int) -> None:
         """SIGKILL ``pid`` through the zygote without waiting for its teardown (no reply)."""
         try:
             self._request({"op": "release", "pid": pid}, reply=False)
         except EnvCrashed:
             pass
 
-    def _reap(self, pid: int) -> int | None:
+    def reap_child(self, pid: int) -> int | None:
         """SIGKILL and waitpid ``pid`` in the zygote; its wait status, or None if unknown."""
         try:
             return self._request({"op": "reap", "pid": pid}).get("status")
         except EnvCrashed:
             return None
 
-    def _forget(self, handle: EnvHandle) -> None:
+    def forget_handle(self, handle: EnvHandle) -> None:
+        """Stop tracking a closed handle; its scratch directory is deleted off the hot path."""
         with self._hlock:
             self._handles.discard(handle)
         with self._wake:

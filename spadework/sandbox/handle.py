@@ -17,13 +17,30 @@ import select
 import signal
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from spadework.errors import EnvCrashed, EnvError, EnvLoadError, EnvRaised, EnvTimeout
 from spadework.sandbox import child as wire
+from spadework.sandbox.limits import Limits
 
-if TYPE_CHECKING:
-    from spadework.sandbox.base import Sandbox
+
+class ChildOwner(Protocol):
+    """What a handle needs from the sandbox that forked its child
+    (:class:`spadework.sandbox.base.Sandbox`)."""
+
+    limits: Limits
+
+    def release_child(self, pid: int) -> None:
+        """SIGKILL the child without waiting for its teardown."""
+
+    def reap_child(self, pid: int) -> int | None:
+        """SIGKILL and wait for the child; its wait status, or None if unknown."""
+
+    def forget_handle(self, handle: EnvHandle) -> None:
+        """The handle is closed: stop tracking it and delete its scratch directory."""
+
+    def zygote_alive(self) -> bool:
+        """Whether the fork server still runs (while it does, a child's pid is not reused)."""
 
 STDERR_TAIL_BYTES = 4096
 
@@ -56,7 +73,7 @@ def describe_status(status: int) -> str:
 class EnvHandle:
     """The live environment instance of one child (see :meth:`Sandbox.load`)."""
 
-    def __init__(self, sandbox: Sandbox, pid: int, req_fd: int, resp_fd: int, log_fd: int,
+    def __init__(self, sandbox: ChildOwner, pid: int, req_fd: int, resp_fd: int, log_fd: int,
                  scratch: str) -> None:
         self._sandbox = sandbox
         self.pid = pid
@@ -126,10 +143,10 @@ class EnvHandle:
             self._closed = True
             if self._dead is None:
                 self._dead = "closed"
-                self._sandbox._release(self.pid)
+                self._sandbox.release_child(self.pid)
             for fd in (self._req, self._resp, self._log):
                 os.close(fd)
-            self._sandbox._forget(self)
+            self._sandbox.forget_handle(self)
 
     def __enter__(self) -> EnvHandle:
         return self
@@ -248,12 +265,12 @@ class EnvHandle:
         if self._dead is not None:
             return None
         self._dead = why
-        if self._sandbox._zygote_alive():  # while the zygote holds it unreaped, the pid is ours
+        if self._sandbox.zygote_alive():  # while the zygote holds it unreaped, the pid is ours
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        return self._sandbox._reap(self.pid)
+        return self._sandbox.reap_child(self.pid)
 
     def stderr_tail(self, lines: int = 20) -> str:
         """The last lines the child wrote to stderr (tracebacks of its own death, mostly)."""
