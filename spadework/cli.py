@@ -380,9 +380,9 @@ def design_cmd(
     from rich.progress import Progress
     from rich.table import Table
 
+    from spadework.commands import design_into_run_dir
     from spadework.config import preset
-    from spadework.design import DesignConfig
-    from spadework.design_run import design_into_run_dir
+    from spadework.designer import DesignConfig
 
     with _reported(SpadeworkError):
         max_turns = max_turns or preset("cpu").play.max_turns

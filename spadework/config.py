@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.curriculum import CurriculumConfig
-from spadework.design import DesignConfig
+from spadework.designer.run import DesignConfig
 from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
 from spadework.reward import RewardConfig

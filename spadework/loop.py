@@ -98,7 +98,7 @@ def _plan(archive: Archive, iteration: int) -> dict[str, Any]:
 # -- stages --------------------------------------------------------------------------------------
 
 def _design(ctx: RunContext, i: int, state: cur.CurriculumState) -> dict[str, Any]:
-    from spadework.design import design_environments
+    from spadework.designer import design_environments
     from spadework.skills import skills_for
 
     cc = ctx.cfg.curriculum
@@ -165,27 +165,20 @@ def _play(ctx: RunContext, i: int, envs: list[EnvSource], hints: dict) -> list[E
 
 def _rewards(ctx: RunContext, i: int, envs: list[EnvSource], episodes: list[Episode]):
     """Score every played env; credit the designer samples waiting for these envs."""
-    from spadework.design import is_repair, rejection_progress
+    from spadework.designer.credit import credit_attempts, env_credit
 
     rc, a = ctx.cfg.reward, ctx.archive
     lps = a.load_state("learning_potential") or {}
-    outcomes = []
+    outcomes, rewards = [], {}
     for e in envs:
-        prev = LearningPotential.from_dict(lps[e.env_id]) if e.env_id in lps else None
-        o = M.score_env(e.env_id, episodes, rc, prev)
+        o = M.score_env(e.env_id, episodes)
         if o is not None:
+            prev = LearningPotential.from_dict(lps[e.env_id]) if e.env_id in lps else None
+            c = env_credit(o, rc, prev)
             outcomes.append(o)
-            lps[e.env_id] = o.lp.to_dict()
-    by_env = {o.env_id: o for o in outcomes}
-    credits = []
-    for att in a.pending_attempts():
-        if is_repair(att):
-            continue  # repair turns are inference-only
-        if att.outcome == "accepted" and att.env_id in by_env:
-            credits.append((att.key, by_env[att.env_id].designer_reward))
-        elif att.outcome != "accepted" and ctx.cfg.design.rejected_first_attempts == "reward":
-            credits.append((att.key, rc.rejection_reward
-                            + rc.rejection_progress * rejection_progress(att)))
+            rewards[o.env_id] = c.reward
+            lps[e.env_id] = c.lp.to_dict()
+    credits = credit_attempts(a.pending_attempts(), rewards, rc, ctx.cfg.design.rejected_first_attempts)
 
     def write(arch: Archive) -> None:
         for o in outcomes:
@@ -203,12 +196,13 @@ def _rewards(ctx: RunContext, i: int, envs: list[EnvSource], episodes: list[Epis
         "designer_credited": len(credits),
         "step_timeouts": sum(o.step_timeout for o in outcomes),
         "per_env": {o.env_id[:12]: {"win_rate": o.win_rate, "regret": o.regret,
-                                    "reward": o.designer_reward} for o in outcomes},
+                                    "reward": rewards[o.env_id]} for o in outcomes},
     }
     return write, figures
 
 
 def _train(ctx: RunContext, i: int, episodes: list[Episode]):
+    from spadework.designer.credit import designer_assembly, reference_designer_scale
     from spadework.train import batch
 
     a = ctx.archive
@@ -216,9 +210,9 @@ def _train(ctx: RunContext, i: int, episodes: list[Episode]):
     keys = [att.key for att in ready]
     agent = batch.agent_assembly(episodes, format_weight=ctx.cfg.reward.format_weight,
                                  setting=ctx.cfg.setting)
-    scale = ctx.cfg.reward.designer_scale or batch.reference_designer_scale(
+    scale = ctx.cfg.reward.designer_scale or reference_designer_scale(
         len(agent.samples), len(ready), ctx.cfg.curriculum.regen_interval)
-    designer = batch.designer_assembly(ready, scheme=ctx.cfg.reward.designer_scheme, scale=scale)
+    designer = designer_assembly(ready, scheme=ctx.cfg.reward.designer_scheme, scale=scale)
     samples = list(designer.samples) + list(agent.samples)
     figures: dict[str, Any] = {"agent_samples": len(agent.samples),
                                "designer_samples": len(designer.samples),

@@ -1,8 +1,8 @@
 """Scoring one iteration's plays and summarising them: pure functions over episodes and numbers.
 
 ``score_env`` turns the two arms' episodes of one environment into what the archive and the
-designer need (win rate over unhinted plays with return > 0, regret, whether a step hung, the
-designer's raw reward); the rest are the summaries written to ``metrics.jsonl``.
+designer's credit need (win rate over unhinted plays with return > 0, regret, whether a step
+hung); the rest are the summaries written to ``metrics.jsonl``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from spadework import reward
 from spadework.rollout import step_timed_out
@@ -20,51 +19,37 @@ from spadework.types import Episode
 
 @dataclass(frozen=True)
 class EnvOutcome:
-    """How one environment played in one iteration, and what its design earned."""
+    """How one environment played in one iteration: its unhinted plays (``returns``), wins
+    (return > 0), win rate, regret, and whether a step of it hung."""
 
     env_id: str
     plays: int
     wins: int
     win_rate: float
     regret: float
-    hinted_return: float
     step_timeout: bool
-    designer_reward: float
-    lp: reward.LearningPotential
+    returns: tuple[float, ...]
 
 
-def score_env(env_id: str, episodes: Sequence[Episode], cfg: Any,
-              lp: reward.LearningPotential | None) -> EnvOutcome | None:
+def score_env(env_id: str, episodes: Sequence[Episode]) -> EnvOutcome | None:
     """Score one environment from its episodes (both arms); None when it has no unhinted play.
 
-    ``cfg`` is a ``RewardConfig``. The learning-potential tracker observes the win rate first, so
-    the ``learning_potential`` variant sees this iteration's movement.
-
-    >>> from spadework.reward import RewardConfig
     >>> def ep(arm, i, r):
     ...     return Episode("e", arm, i, i, (), (r,), True, False, "completed")
     >>> eps = [ep("hint", 0, 1.0), ep("hint", 1, 1.0), ep("no_hint", 0, 1.0), ep("no_hint", 1, 0.0)]
-    >>> o = score_env("e", eps, RewardConfig(), None)
-    >>> o.win_rate, o.regret, o.designer_reward   # 0.6 * plateau(0.5) + 0.4 * clip(0.5 / 0.15)
-    (0.5, 0.5, 1.0)
+    >>> o = score_env("e", eps)
+    >>> o.plays, o.wins, o.win_rate, o.regret
+    (2, 1, 0.5, 0.5)
     """
     mine = [e for e in episodes if e.env_id == env_id]
     unhinted = [reward.episode_return(e.rewards, e.terminated) for e in mine if e.arm == "no_hint"]
     hinted = [reward.episode_return(e.rewards, e.terminated) for e in mine if e.arm == "hint"]
     if not unhinted:
         return None
-    wr = reward.win_rate(unhinted)
-    rg = reward.regret(hinted, unhinted) if hinted else 0.0
-    tracker = (lp or reward.LearningPotential(cfg.lp_gamma_fast, cfg.lp_gamma_slow)).update(wr)
-    timed_out = any(step_timed_out(e) for e in mine)
-    raw = reward.designer_reward(
-        cfg.variant, win_rate=wr, regret=rg, returns=unhinted, lp=tracker, step_timeout=timed_out,
-        timeout_reward=cfg.timeout_reward, variance_bonus=cfg.variance_bonus,
-        plateau_weight=cfg.plateau_weight, regret_weight=cfg.regret_weight,
-        regret_scale=cfg.regret_scale, floor=cfg.floor, lo=cfg.lo, hi=cfg.hi, ramp=cfg.ramp)
-    wins = sum(1 for r in unhinted if r > 0)
-    return EnvOutcome(env_id, len(unhinted), wins, wr, rg,
-                      math.fsum(hinted) / len(hinted) if hinted else 0.0, timed_out, raw, tracker)
+    return EnvOutcome(env_id, plays=len(unhinted), wins=sum(1 for r in unhinted if r > 0),
+                      win_rate=reward.win_rate(unhinted),
+                      regret=reward.regret(hinted, unhinted) if hinted else 0.0,
+                      step_timeout=any(step_timed_out(e) for e in mine), returns=tuple(unhinted))
 
 
 def histogram(rates: Iterable[float], bins: int = 10) -> list[int]:

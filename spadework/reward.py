@@ -7,14 +7,13 @@ trains a model in the wrong direction for hours before anyone notices.
 
 Agent side: ``episode_return`` then ``group_zscore`` within each environment's plays.
 Designer side: ``win_rate`` and ``regret`` from the two arms (hinted, unhinted) that played the
-same environment on the same seeds, then ``designer_reward`` (default ``blend``, the paper
-recipe), then ``center_by_group`` per skill. A rejected (invalid) environment's reward is a
-configuration value supplied by the caller; it is not computed here.
+same environment on the same seeds, and the terms the designer's reward is built from (``plateau``,
+``blend``, ``variance_reward``, ``LearningPotential``, ``center_by_group``); which of them a design
+sample earns, and when, is decided in one place, :mod:`spadework.designer.credit`.
 
-Shaping for models too small to win or to write a valid environment (both off by default, on in
-the ``cpu`` preset): ``shaped_return`` adds a bonus for the share of an episode's replies that held
-a well-formed action, and ``design_progress`` grades a rejected design by how far it got. Both only
-feed advantages; win rates, regret and the designer's reward of a valid environment use the true
+Shaping for models too small to win (off by default, on in the ``cpu`` preset):
+``shaped_return`` adds a bonus for the share of an episode's replies that held a well-formed
+action. It only feeds advantages; win rates, regret and the designer's reward use the true
 returns. The reference has a format reward in its Slime path, unused by its recipes.
 
 Departures from the reference implementation:
@@ -88,7 +87,8 @@ class RewardConfig:
 
 
 
-def _finite(x: float, name: str) -> float:
+def check_finite(x: float, name: str) -> float:
+    """``x`` as a finite float, else ValueError naming ``name``."""
     try:
         v = float(x)
     except (TypeError, ValueError) as e:
@@ -98,8 +98,9 @@ def _finite(x: float, name: str) -> float:
     return v
 
 
-def _values(xs: Sequence[float], name: str, *, allow_empty: bool = False) -> list[float]:
-    vals = [_finite(x, f"{name}[{i}]") for i, x in enumerate(xs)]
+def check_values(xs: Sequence[float], name: str, *, allow_empty: bool = False) -> list[float]:
+    """``xs`` as finite floats (non-empty unless ``allow_empty``), else ValueError naming ``name``."""
+    vals = [check_finite(x, f"{name}[{i}]") for i, x in enumerate(xs)]
     if not vals and not allow_empty:
         raise ValueError(f"{name} is empty; at least one value is needed")
     return vals
@@ -114,8 +115,9 @@ def _pvariance(vals: list[float]) -> float:
     return math.fsum((v - m) ** 2 for v in vals) / len(vals)
 
 
-def _rate(w: float, name: str = "win_rate") -> float:
-    v = _finite(w, name)
+def check_rate(w: float, name: str = "win_rate") -> float:
+    """``w`` as a float in [0, 1], else ValueError naming ``name``."""
+    v = check_finite(w, name)
     if not 0.0 <= v <= 1.0:
         raise ValueError(f"{name} must lie in [0, 1], got {v!r}")
     return v
@@ -137,7 +139,7 @@ def episode_return(rewards: Sequence[float], terminated: bool) -> float:
     """
     if not bool(terminated) or len(rewards) == 0:
         return 0.0
-    last = _finite(rewards[-1], "rewards[-1]")
+    last = check_finite(rewards[-1], "rewards[-1]")
     return min(1.0, max(-1.0, last))
 
 
@@ -151,36 +153,11 @@ def shaped_return(ret: float, format_share: float, weight: float) -> float:
     >>> shaped_return(0.0, 0.5, 0.2), shaped_return(1.0, 1.0, 0.0)
     (0.1, 1.0)
     """
-    share = _rate(format_share, "format_share")
-    w = _finite(weight, "weight")
+    share = check_rate(format_share, "format_share")
+    w = check_finite(weight, "weight")
     if w < 0:
         raise ValueError(f"weight must be >= 0, got {weight!r}")
-    return _finite(ret, "ret") + w * share
-
-
-def design_progress(failed_stage: int, n_stages: int, structure: float = 0.0) -> float:
-    """How far a rejected design got, in [0, 1): ``(failed_stage + structure) / n_stages``.
-
-    ``failed_stage`` is the index of the stage that rejected it in the validation order (0 for
-    the reply itself: truncated or empty), ``n_stages`` the number of stages, and ``structure``
-    in [0, 1] the share of an environment module's parts present in the reply (only used below
-    the first stage: a reply that failed later was already a module). Any stage passed is worth
-    more than any amount of structure below it.
-
-    >>> round(design_progress(0, 9, 0.5), 6), round(design_progress(3, 9), 6)
-    (0.055556, 0.333333)
-    >>> design_progress(9, 9)
-    Traceback (most recent call last):
-    ...
-    ValueError: failed_stage must lie in [0, n_stages), got 9 with n_stages=9
-    """
-    if not isinstance(n_stages, int) or n_stages < 1:
-        raise ValueError(f"n_stages must be an integer >= 1, got {n_stages!r}")
-    if not isinstance(failed_stage, int) or not 0 <= failed_stage < n_stages:
-        raise ValueError(f"failed_stage must lie in [0, n_stages), got {failed_stage!r} "
-                         f"with n_stages={n_stages}")
-    s = _rate(structure, "structure")
-    return (failed_stage + min(s, 1.0 - 1e-9)) / n_stages
+    return check_finite(ret, "ret") + w * share
 
 
 def group_zscore(values: Sequence[float], eps: float = 1e-8) -> list[float]:
@@ -193,8 +170,8 @@ def group_zscore(values: Sequence[float], eps: float = 1e-8) -> list[float]:
     >>> group_zscore([1.0, 1.0, 1.0])
     [0.0, 0.0, 0.0]
     """
-    vals = _values(values, "values")
-    if _finite(eps, "eps") <= 0:
+    vals = check_values(values, "values")
+    if check_finite(eps, "eps") <= 0:
         raise ValueError(f"eps must be > 0, got {eps!r}")
     m = _mean(vals)
     sd = math.sqrt(_pvariance(vals))
@@ -213,8 +190,8 @@ def regret(hinted_returns: Sequence[float], unhinted_returns: Sequence[float]) -
     >>> regret([0.0], [1.0])
     -1.0
     """
-    h = _values(hinted_returns, "hinted_returns")
-    u = _values(unhinted_returns, "unhinted_returns")
+    h = check_values(hinted_returns, "hinted_returns")
+    u = check_values(unhinted_returns, "unhinted_returns")
     return _mean(h) - _mean(u)
 
 
@@ -224,12 +201,12 @@ def win_rate(unhinted_returns: Sequence[float]) -> float:
     >>> win_rate([1.0, 0.0, -1.0, 0.5])
     0.5
     """
-    vals = _values(unhinted_returns, "unhinted_returns")
+    vals = check_values(unhinted_returns, "unhinted_returns")
     return sum(1 for v in vals if v > 0) / len(vals)
 
 
 def _check_band(lo: float, hi: float, ramp: float) -> None:
-    lo, hi, ramp = _rate(lo, "lo"), _rate(hi, "hi"), _finite(ramp, "ramp")
+    lo, hi, ramp = check_rate(lo, "lo"), check_rate(hi, "hi"), check_finite(ramp, "ramp")
     if lo > hi:
         raise ValueError(f"lo must be <= hi, got lo={lo!r}, hi={hi!r}")
     if ramp <= 0:
@@ -248,7 +225,7 @@ def plateau(win_rate: float, lo: float = 0.4, hi: float = 0.6, ramp: float = 0.2
     >>> round(plateau(0.3), 6), round(plateau(0.75), 6)
     (0.6, 0.4)
     """
-    w = _rate(win_rate)
+    w = check_rate(win_rate)
     _check_band(lo, hi, ramp)
     if w < lo:
         return max(0.0, 1.0 - (lo - w) / ramp)
@@ -283,12 +260,12 @@ def blend(
     >>> round(blend(0.5, -0.15, floor=False), 6)
     0.2
     """
-    reg = _finite(regret, "regret")
-    scale = _finite(regret_scale, "regret_scale")
+    reg = check_finite(regret, "regret")
+    scale = check_finite(regret_scale, "regret_scale")
     if scale <= 0:
         raise ValueError(f"regret_scale must be > 0, got {regret_scale!r}")
-    pw = _finite(plateau_weight, "plateau_weight")
-    rw = _finite(regret_weight, "regret_weight")
+    pw = check_finite(plateau_weight, "plateau_weight")
+    rw = check_finite(regret_weight, "regret_weight")
     r = reg / scale
     if floor:
         r = min(1.0, max(0.0, r))
@@ -306,7 +283,7 @@ def variance_reward(returns: Sequence[float]) -> float:
     >>> round(variance_reward([1.0, 1.0]), 6)   # var 0: exp(-0.0625 / 0.02)
     0.043937
     """
-    var = _pvariance(_values(returns, "returns"))
+    var = _pvariance(check_values(returns, "returns"))
     return math.exp(-((var - 0.25) ** 2) / (2 * 0.01))
 
 
@@ -320,7 +297,7 @@ def center_by_group(values: Sequence[float], groups: Sequence[Hashable]) -> list
     >>> center_by_group([1.0, 3.0, 10.0], ["logic", "logic", "math"])
     [-1.0, 1.0, 0.0]
     """
-    vals = _values(values, "values", allow_empty=True)
+    vals = check_values(values, "values", allow_empty=True)
     if len(vals) != len(groups):
         raise ValueError(f"values and groups differ in length: {len(vals)} != {len(groups)}")
     members: dict[Hashable, list[float]] = {}
@@ -364,7 +341,7 @@ class LearningPotential:
     count: int = 0
 
     def __post_init__(self) -> None:
-        gf, gs = _finite(self.gamma_fast, "gamma_fast"), _finite(self.gamma_slow, "gamma_slow")
+        gf, gs = check_finite(self.gamma_fast, "gamma_fast"), check_finite(self.gamma_slow, "gamma_slow")
         if not (0.0 < gs < gf <= 1.0):
             raise ValueError(
                 f"need 0 < gamma_slow < gamma_fast <= 1 (gamma weights the new observation), "
@@ -377,7 +354,7 @@ class LearningPotential:
 
     def update(self, x: float) -> LearningPotential:
         """The state after observing ``x`` (a win rate or mean return); ``self`` is unchanged."""
-        v = _finite(x, "x")
+        v = check_finite(x, "x")
         if self.fast is None or self.slow is None:
             fast = slow = v
         else:
@@ -413,65 +390,3 @@ class LearningPotential:
         if extra:
             raise ValueError(f"unknown LearningPotential fields: {sorted(extra)}")
         return cls(**d)
-
-
-def designer_reward(
-    variant: Variant,
-    *,
-    win_rate: float,
-    regret: float,
-    returns: Sequence[float],
-    lp: LearningPotential | None = None,
-    step_timeout: bool = False,
-    timeout_reward: float = -0.5,
-    variance_bonus: bool = False,
-    plateau_weight: float = 0.6,
-    regret_weight: float = 0.4,
-    regret_scale: float = 0.15,
-    floor: bool = True,
-    lo: float = 0.4,
-    hi: float = 0.6,
-    ramp: float = 0.25,
-) -> float:
-    """The raw (uncentred) reward of one valid environment's design sample.
-
-    ``step_timeout`` (a step of the environment passed its deadline) gives ``timeout_reward`` for
-    every variant. Otherwise:
-
-    - ``blend``: ``blend(win_rate, regret, ...)`` with the weights and band given.
-    - ``regret``: ``max(0, regret)`` (the reference's regret_based variant floors it).
-    - ``solve_rate``: ``plateau(win_rate, lo, hi, ramp)`` (blend with weights 1 and 0).
-    - ``learning_potential``: ``lp.potential``; ``lp`` is the caller's tracker *after* it has
-      observed this environment's plays (this function does not update it).
-    - ``variance``: ``variance_reward(returns)``.
-
-    ``variance_bonus`` adds ``variance_reward(returns)`` to the regret or learning_potential
-    variants (the reference's optional term). ``returns`` are the unhinted plays' returns.
-
-    >>> round(designer_reward("blend", win_rate=0.3, regret=0.3, returns=[1, 0, 0]), 6)
-    0.76
-    >>> designer_reward("regret", win_rate=0.5, regret=-0.2, returns=[0, 1])
-    0.0
-    >>> designer_reward("blend", win_rate=0.5, regret=0.3, returns=[0, 1], step_timeout=True)
-    -0.5
-    """
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown designer reward variant {variant!r}; choose one of {VARIANTS}")
-    if step_timeout:
-        return _finite(timeout_reward, "timeout_reward")
-    w = _rate(win_rate)
-    rets = _values(returns, "returns")
-    if variant == "blend":
-        kw = dict(plateau_weight=plateau_weight, regret_weight=regret_weight, floor=floor)
-        return blend(w, regret, regret_scale=regret_scale, lo=lo, hi=hi, ramp=ramp, **kw)
-    if variant == "solve_rate":
-        return plateau(w, lo, hi, ramp)
-    if variant == "variance":
-        return variance_reward(rets)
-    if variant == "regret":
-        raw = max(0.0, _finite(regret, "regret"))
-    else:
-        if lp is None:
-            raise ValueError("variant 'learning_potential' needs lp (a LearningPotential state)")
-        raw = lp.potential
-    return raw + (variance_reward(rets) if variance_bonus else 0.0)

@@ -14,17 +14,17 @@ from design_support import GOOD_CODE, ScriptedPolicy, bad, corpus, fenced, start
 from starters import starter_records
 
 from spadework.archive import Archive
-from spadework.design import (
+from spadework.designer import (
     REPLY_STAGE,
     DesignConfig,
     build_design_prompt,
     design_environments,
     is_repair,
     rejection_progress,
-    reply_structure,
     screen_reply,
+    summarize,
 )
-from spadework.design_run import summarize
+from spadework.designer.credit import reply_structure
 from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
 from spadework.library import starter_envs
@@ -227,7 +227,8 @@ def test_tool_use_designs_take_the_same_path(sb, archive):
                  skills=skills_for("tool-use"))
     assert res.env is not None and res.env.setting == "tool-use", res.attempts[0].reason
     prompt = res.attempts[0].messages[1]["content"]
-    assert "Subclass ToolEnv" in prompt and archive.get_env(res.env.env_id).setting == "tool-use"
+    assert "subclass of ToolEnv" in prompt and "class PantryEnv(ToolEnv)" in prompt  # the guide
+    assert archive.get_env(res.env.env_id).setting == "tool-use"
 
 
 def test_reply_structure_tells_prose_from_the_beginnings_of_a_module():

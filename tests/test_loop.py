@@ -18,8 +18,6 @@ from spadework.archive import Archive, archive_path
 from spadework.config import load_config, override, preset
 from spadework.errors import ConfigError
 from spadework.loop import run
-from spadework.metrics import score_env
-from spadework.reward import RewardConfig
 from spadework.types import Episode, Sampling
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +80,7 @@ def test_designer_credit_is_the_blend_of_its_first_plays(tmp_path, cfg):
 
 
 def test_graded_rejection_reward_and_format_shaping_reach_the_archive(tmp_path, cfg):
-    from spadework.design import rejection_progress
+    from spadework.designer import rejection_progress
 
     shaped = override(cfg, {"iterations": 1, "reward": {"rejection_reward": -1.0,
                                                         "rejection_progress": 1.0,
@@ -127,36 +125,6 @@ def test_designs_and_starters_are_checked_under_the_play_turn_limit(tmp_path, cf
         played = {e.env_id for e in a.episodes()}
         games = {r.env_id for r in envs.values() if r.setting == "games" and r.status == "accepted"}
         assert played == games and puzzle.env_id not in played
-
-
-def _ep(arm, i, rewards, status="completed", error=""):
-    return Episode("e", arm, i, i, (), tuple(rewards), status == "completed", False, status, error)
-
-
-def test_score_env_worked_numbers():
-    # unhinted returns 1, 0, 0, 0 (clamped 2.0 -> 1): win rate 0.25; hinted mean 0.75: regret 0.5
-    eps = [_ep("no_hint", 0, [0.0, 2.0]), _ep("no_hint", 1, [0.0]), _ep("no_hint", 2, [-0.5]),
-           _ep("no_hint", 3, [1.0], status="truncated"),
-           _ep("hint", 0, [1.0]), _ep("hint", 1, [1.0]), _ep("hint", 2, [1.0]), _ep("hint", 3, [0.0])]
-    o = score_env("e", eps, RewardConfig(), None)
-    assert (o.plays, o.wins, o.win_rate) == (4, 1, 0.25)
-    assert o.regret == pytest.approx(0.75 - (1.0 + 0.0 - 0.5 + 0.0) / 4)  # 0.625
-    # blend: 0.6 * plateau(0.25) = 0.6 * (1 - 0.15 / 0.25) = 0.24; regret term 0.4 * clip(0.625/0.15)
-    assert o.designer_reward == pytest.approx(0.24 + 0.4)
-    assert score_env("e", eps, RewardConfig(variant="solve_rate"), None).designer_reward == \
-        pytest.approx(0.4)
-    assert score_env("e", eps, RewardConfig(variant="regret"), None).designer_reward == \
-        pytest.approx(0.625)
-    # a hung step costs the design -0.5 whatever the plays
-    hung = eps + [_ep("no_hint", 4, [], status="timeout", error="step: step() passed its deadline")]
-    assert score_env("e", hung, RewardConfig(), None).designer_reward == -0.5
-    # learning potential: the tracker sees win rates 0.25 then 0.75 (gammas 0.8 / 0.2)
-    lp_cfg = RewardConfig(variant="learning_potential", lp_gamma_fast=0.8, lp_gamma_slow=0.2)
-    first = score_env("e", eps, lp_cfg, None)
-    assert first.designer_reward == 0.0
-    better = [_ep("no_hint", i, [1.0 if i else 0.0]) for i in range(4)]
-    second = score_env("e", better, lp_cfg, first.lp)
-    assert second.designer_reward == pytest.approx(abs(0.65 - 0.35))  # fast 0.65, slow 0.35
 
 
 def test_presets_and_toml(tmp_path):

@@ -8,16 +8,11 @@ from design_support import GOOD_CODE, ScriptedPolicy, corpus, fenced, start_sand
 from starters import starter_records
 
 from spadework.archive import Archive
-from spadework.design import DesignConfig, design_environments
+from spadework.designer import DesignConfig, design_environments
+from spadework.designer.parents import Parent, choose_parent, mutation_direction, wants_mutation
+from spadework.designer.prompts import build_mutation_prompt
 from spadework.env.checker import CheckConfig
 from spadework.library import starter_envs
-from spadework.mutation import (
-    Parent,
-    build_mutation_prompt,
-    choose_parent,
-    mutation_direction,
-    wants_mutation,
-)
 from spadework.skills import skill_named
 
 OPT = skill_named("optimization")  # starters: delivery_route, knapsack
@@ -68,8 +63,9 @@ def test_no_parent_without_accepted_envs(tmp_path):
 
 def test_prompt_shows_the_parent_and_the_direction():
     p = Parent("ab" * 32, "class GridEnv:\n    pass", "GridEnv", 0.05)
-    text = build_mutation_prompt(p, OPT, task_parts=["CONTRACT HERE"])[1]["content"]
-    assert "class GridEnv:\n    pass" in text and "easier" in text.lower() and "CONTRACT HERE" in text
+    text = build_mutation_prompt(p, OPT)[1]["content"]
+    assert "class GridEnv:\n    pass" in text and "easier" in text.lower()
+    assert "The contract:" in text and "def step(self, action: str)" in text  # as a fresh design
     assert "win rate 0.05" in text
 
 

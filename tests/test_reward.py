@@ -11,11 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spadework.reward import (
-    VARIANTS,
     LearningPotential,
     blend,
     center_by_group,
-    designer_reward,
     episode_return,
     group_zscore,
     plateau,
@@ -244,51 +242,3 @@ def test_learning_potential_validates():
         LearningPotential().update(NAN)
 
 
-# designer_reward --------------------------------------------------------------------------------
-
-
-def test_designer_reward_variants_worked_numbers():
-    rets = [0.0, 1.0, 0.0, 0.0]  # win rate 0.25, var 0.1875
-    kw = dict(win_rate=0.25, regret=0.03, returns=rets)
-    # plateau(0.25) = 1 - 0.15/0.25 = 0.4; regret 0.03/0.15 = 0.2
-    assert designer_reward("blend", **kw) == pytest.approx(0.6 * 0.4 + 0.4 * 0.2)
-    assert designer_reward("solve_rate", **kw) == pytest.approx(0.4)
-    assert designer_reward("regret", **kw) == pytest.approx(0.03)
-    assert designer_reward("variance", **kw) == pytest.approx(math.exp(-(0.0625**2) / 0.02))
-    lp = LearningPotential(0.8, 0.2).update(0.25).update(0.75)
-    assert designer_reward("learning_potential", lp=lp, **kw) == pytest.approx(0.3)
-    with_var = designer_reward("regret", variance_bonus=True, **kw)
-    assert with_var == pytest.approx(0.03 + math.exp(-(0.0625**2) / 0.02))
-
-
-def test_designer_reward_timeout_applies_to_every_variant():
-    for v in VARIANTS:
-        r = designer_reward(v, win_rate=0.5, regret=0.5, returns=[0, 1], step_timeout=True)
-        assert r == -0.5
-    assert (
-        designer_reward(
-            "blend", win_rate=0.5, regret=0.5, returns=[1], step_timeout=True, timeout_reward=-1
-        )
-        == -1.0
-    )
-
-
-def test_designer_reward_validates():
-    with pytest.raises(ValueError, match="unknown designer reward variant"):
-        designer_reward("lp", win_rate=0.5, regret=0.0, returns=[1.0])
-    with pytest.raises(ValueError, match="needs lp"):
-        designer_reward("learning_potential", win_rate=0.5, regret=0.0, returns=[1.0])
-    with pytest.raises(ValueError, match="win_rate"):
-        designer_reward("regret", win_rate=2.0, regret=0.0, returns=[1.0])
-    with pytest.raises(ValueError, match="returns is empty"):
-        designer_reward("variance", win_rate=0.5, regret=0.0, returns=[])
-
-
-@settings(max_examples=50)
-@given(st.lists(st.sampled_from([0.0, 1.0]), min_size=1, max_size=16), st.data())
-def test_blend_from_plays_stays_in_unit_interval(unhinted, data):
-    hinted = data.draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=1, max_size=16))
-    r = designer_reward(
-        "blend", win_rate=win_rate(unhinted), regret=regret(hinted, unhinted), returns=unhinted
-    )
-    assert 0.0 <= r <= 1.0 + 1e-12

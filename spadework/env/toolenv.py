@@ -57,7 +57,6 @@ __all__ = [
     "render_record",
     "render_records",
     "schema_error",
-    "SUBCLASS_GUIDE",
 ]
 
 
@@ -857,81 +856,3 @@ def _render_result(result: object) -> str:
     if isinstance(result, list) and all(isinstance(r, dict) for r in result):
         return render_records(result)
     return _cell(result)
-
-
-#: How to write a ToolEnv subclass, for the designer prompt. The example is executed by the tests,
-#: so it stays true to the code above.
-SUBCLASS_GUIDE = '''\
-Write the environment as a subclass of ToolEnv (`from toolenv import Instruction, ToolEnv,
-ToolError, render_record, render_records`). The base class parses replies, checks arguments
-against your schemas, runs the calls, reveals instructions step by step, counts turns and judges
-the <answer>; you write only the domain:
-
-- declare_tools(self) -> {name: {"description": str, "parameters": JSON schema object}} with
-  "required", "enum", "minimum" etc. where they apply; each tool is a method tool_<name>(**args)
-  returning a string (render_record / render_records format records compactly). Raise
-  ToolError("reason") for a failure the agent should read (not found, not allowed).
-- reset(self, seed=None): build 10-50 records from random.Random(seed) and end with
-  `return self.start(intro, [Instruction(text, done), ...])`; done() is a zero-argument callable
-  that checks the STATE (or self.called(tool, **args)), and must be False at reset.
-- expected_answer(self): the final answer computed from the state (default "done").
-- solution(self): the replies that win, computed from the state, written with
-  self.reply_call(tool, **args) and self.reply_answer(value); return self.fit_turns(replies).
-
-Example:
-
-import random
-from toolenv import Instruction, ToolEnv, ToolError
-
-class PantryEnv(ToolEnv):
-    def declare_tools(self):
-        item = {"type": "string", "enum": sorted(self.stock)}
-        return {
-            "count": {"description": "Units of an item in stock.", "parameters": {
-                "type": "object", "required": ["item"], "properties": {"item": item}}},
-            "use": {"description": "Take units of an item out of stock.", "parameters": {
-                "type": "object", "required": ["item", "units"],
-                "properties": {"item": item, "units": {"type": "integer", "minimum": 1}}}},
-            "weather": {"description": "Today's weather.", "parameters": {}},
-        }
-
-    def reset(self, seed=None):
-        rng = random.Random(seed)
-        self.stock = {f"item{i}": rng.randint(3, 9) for i in range(12)}
-        self.target = rng.choice(sorted(self.stock))
-        self.used = []
-        return self.start("You keep a pantry.", [
-            Instruction(f"Check how many {self.target} are in stock.",
-                        lambda: self.called("count", item=self.target)),
-            Instruction(f"Use half of the {self.target} (rounded down).",
-                        lambda: self.used == [(self.target, self.half)]),
-            Instruction(f"Use 1 more {self.target}, then answer with how many are left.",
-                        lambda: self.used[1:] == [(self.target, 1)])])
-
-    @property
-    def half(self):
-        return (self.stock[self.target] + sum(u for _, u in self.used)) // 2
-
-    def tool_count(self, item):
-        return f"{item}: {self.stock[item]}"
-
-    def tool_use(self, item, units):
-        if units > self.stock[item]:
-            raise ToolError(f"only {self.stock[item]} {item} left")
-        self.stock[item] -= units
-        self.used.append((item, units))
-        return f"{item}: {self.stock[item]} left"
-
-    def tool_weather(self):
-        return "sunny"
-
-    def expected_answer(self):
-        return str(self.stock[self.target])
-
-    def solution(self):
-        n = self.stock[self.target]
-        return self.fit_turns([self.reply_call("count", item=self.target),
-                               self.reply_call("use", item=self.target, units=n // 2),
-                               self.reply_call("use", item=self.target, units=1),
-                               self.reply_answer(n - n // 2 - 1)])
-'''

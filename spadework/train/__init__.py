@@ -1,24 +1,14 @@
-"""Training: batch assembly for both roles, the GRPO learner, checkpoints and weight sync.
+"""Training: the samples of a batch, the GRPO learner, checkpoints and weight sync.
 
-Heavy imports (torch, peft) happen inside the functions that need them; importing this package
-is cheap.
+Designer samples are built by :mod:`spadework.designer.credit`. Heavy imports (torch, peft)
+happen inside the functions that need them; importing this package is cheap.
 """
 
-from spadework.train.batch import (
-    Assembly,
-    Sample,
-    agent_assembly,
-    agent_samples,
-    attempt_key,
-    designer_assembly,
-    designer_samples,
-    reference_designer_scale,
-)
+from spadework.train.batch import Assembly, Sample, agent_assembly
 from spadework.train.grpo import Learner, TrainConfig
 from spadework.train.sync import InProcessSync, VLLMLoraSync, WeightSync
 
 __all__ = [
     "Assembly", "InProcessSync", "Learner", "Sample", "TrainConfig", "VLLMLoraSync", "WeightSync",
-    "agent_assembly", "agent_samples", "attempt_key", "designer_assembly", "designer_samples",
-    "reference_designer_scale",
+    "agent_assembly",
 ]

@@ -1,11 +1,11 @@
-"""Batch assembly: episodes and designer attempts become training samples with advantages.
+"""Batch assembly: samples to train on, and the agent's advantages from its episodes.
 
 One assistant turn is one :class:`Sample`: its full prompt ids, its output ids, the logprobs
 the sampler gave those output ids (``spadework.policy.base`` convention: raw model at the
 sampling temperature), and one scalar advantage that every output token of the turn carries.
 The learner builds ``prompt_ids + output_ids`` sequences and masks the loss to the output part.
 
-Agent advantages (``agent_samples``): ``group_zscore`` of the episode returns within each
+Agent advantages (:func:`agent_assembly`): ``group_zscore`` of the episode returns within each
 ``(env_id, arm)`` group, every turn of an episode carrying its episode's advantage. By default
 only the ``"no_hint"`` arm is trained on, as in the reference (its hinted plays only measure
 ``r_hint``): a hinted prompt holds privileged information the agent never has at test time,
@@ -19,9 +19,8 @@ With ``format_weight > 0`` the returns that are z-scored are ``shaped_return(ret
 format_share, format_weight)`` (``spadework.reward``): a small bonus for replies the host could
 parse, for models too small to win at first; the win rate and regret never see it.
 
-Designer advantages (``designer_samples``): the credited reward of each attempt, either centred
-per skill and multiplied by ``scale`` (the reference's scheme; ``reference_designer_scale``
-gives its ``min(n_agent / n_designer * regen, 50)``), or z-scored per skill.
+Designer samples and their advantages are built by :mod:`spadework.designer.credit`, the home
+of every designer crediting rule.
 
 Turns and attempts with no output tokens, or whose logprobs do not match their output ids one
 for one, cannot be trained on; they are dropped and counted in :class:`Assembly.dropped`.
@@ -33,18 +32,12 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-from spadework.reward import center_by_group, episode_return, group_zscore, shaped_return
+from spadework.reward import episode_return, group_zscore, shaped_return
 from spadework.types import ARMS, Episode, Sampling
-
-if TYPE_CHECKING:
-    from spadework.archive.records import DesignAttempt
 
 ROLES = ("agent", "designer")
 #: Episode statuses whose plays are trained on (the others are the environment's or sampler's fault).
 TRAINABLE_STATUSES = ("completed", "truncated")
-SCHEMES = ("center_scale", "zscore")
 
 
 @dataclass(frozen=True)
@@ -53,8 +46,8 @@ class Sample:
 
     ``sampling`` is how it was drawn: the learner scores its tokens at that temperature, the one
     its ``logprobs`` were reported at (designer and agent samples may differ). ``key`` names
-    where it came from (for logging and for ``Archive.mark_trained``); the learner does not read
-    it.
+    where it came from: ``(env_id, arm, play_index, turn_index)`` for an agent turn, the
+    attempt's ``(iteration, slot, attempt)`` for a designer sample; the learner does not read it.
 
     >>> T = Sampling(0.7)
     >>> Sample("agent", (1, 2), (3,), (-0.5,), 1.0, T).n_tokens
@@ -71,7 +64,7 @@ class Sample:
     logprobs: tuple[float, ...]
     advantage: float
     sampling: Sampling
-    key: str = ""
+    key: tuple[Hashable, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -102,7 +95,7 @@ class Assembly:
     dropped: dict[str, int] = field(default_factory=dict)
 
 
-def _trainable(prompt_ids: Sequence[int], output_ids: Sequence[int],
+def trainable_reason(prompt_ids: Sequence[int], output_ids: Sequence[int],
                logprobs: Sequence[float], sampling: Sampling | None) -> str:
     """'' when a sampled completion can be trained on, else the reason it cannot."""
     if sampling is None:
@@ -153,91 +146,12 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
                        for r, e in zip(returns, members, strict=True)]
         for e, adv in zip(members, group_zscore(returns, eps), strict=True):
             for t_index, t in enumerate(e.turns):
-                why = _trainable(t.prompt_ids, t.output_ids, t.logprobs, t.sampling)
+                why = trainable_reason(t.prompt_ids, t.output_ids, t.logprobs, t.sampling)
                 if why:
                     dropped[why] += 1
                     continue
                 samples.append(Sample(
                     "agent", tuple(t.prompt_ids), tuple(t.output_ids), tuple(t.logprobs), adv,
-                    t.sampling, key=f"{env_id[:12]}/{arm}/{e.play_index}/{t_index}",
+                    t.sampling, key=(env_id, arm, e.play_index, t_index),
                 ))
     return Assembly(tuple(samples), dict(dropped))
-
-
-def agent_samples(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hint",)) -> list[Sample]:
-    """The samples of :func:`agent_assembly` (use that to see what was dropped)."""
-    return list(agent_assembly(episodes, arms=arms).samples)
-
-
-def reference_designer_scale(n_agent: int, n_designer: int, regen_interval: int,
-                             cap: float = 50.0) -> float:
-    """The reference's designer reward scale: ``min(n_agent / n_designer * regen, cap)``, 1 if a
-    count is 0.
-
-    It makes the few designer samples weigh about as much as the many agent samples in a
-    token-summed loss (recipes: 192 / 24 * 4 = 32).
-
-    >>> reference_designer_scale(192, 24, 4)
-    32.0
-    >>> reference_designer_scale(0, 24, 4), reference_designer_scale(1000, 2, 4)
-    (1.0, 50.0)
-    """
-    if n_agent <= 0 or n_designer <= 0:
-        return 1.0
-    return float(min(n_agent / n_designer * regen_interval, cap))
-
-
-def designer_assembly(attempts: Sequence[DesignAttempt], *, scheme: str = "center_scale",
-                      scale: float = 1.0, eps: float = 1e-8) -> Assembly:
-    """Designer samples from credited attempts; see the module docstring.
-
-    Attempts are grouped by skill (``None`` is a group of its own). ``center_scale``:
-    ``(r - mean_skill(r)) * scale``; ``zscore``: ``(r - mean) / (std + eps)`` per skill.
-    """
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-    if not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
-    dropped: Counter[str] = Counter()
-    kept: list[DesignAttempt] = []
-    for a in attempts:
-        why = "no_reward" if a.reward is None else _trainable(a.prompt_ids, a.output_ids,
-                                                              a.logprobs, a.sampling)
-        if why:
-            dropped[why] += 1
-        else:
-            kept.append(a)
-    rewards = [float(a.reward) for a in kept]  # type: ignore[arg-type]
-    skills = [a.skill for a in kept]
-    if scheme == "center_scale":
-        advantages = [c * scale for c in center_by_group(rewards, skills)]
-    else:
-        advantages = [0.0] * len(kept)
-        for skill in set(skills):
-            idx = [i for i, s in enumerate(skills) if s == skill]
-            for i, z in zip(idx, group_zscore([rewards[i] for i in idx], eps), strict=True):
-                advantages[i] = z
-    samples = tuple(
-        Sample("designer", tuple(a.prompt_ids), tuple(a.output_ids), tuple(a.logprobs), adv,
-               a.sampling, key="{}/{}/{}".format(*a.key))
-        for a, adv in zip(kept, advantages, strict=True)
-    )
-    return Assembly(samples, dict(dropped))
-
-
-def designer_samples(attempts: Sequence[DesignAttempt], *, scheme: str = "center_scale",
-                     scale: float = 1.0) -> list[Sample]:
-    """The samples of :func:`designer_assembly` (use that to see what was dropped)."""
-    return list(designer_assembly(attempts, scheme=scheme, scale=scale).samples)
-
-
-def attempt_key(sample: Sample) -> tuple[int, int, int]:
-    """The archive key ``(iteration, slot, attempt)`` of a designer sample, for ``mark_trained``.
-
-    >>> attempt_key(Sample("designer", (1,), (2,), (-0.1,), 0.0, Sampling(0.6), key="3/0/1"))
-    (3, 0, 1)
-    """
-    if sample.role != "designer":
-        raise ValueError(f"only designer samples have an attempt key, got role {sample.role!r}")
-    it, slot, att = (int(x) for x in sample.key.split("/"))
-    return (it, slot, att)

@@ -20,7 +20,7 @@ from spadework.env.toolenv import (
     parse_tool_calls,
     schema_error,
 )
-from spadework.env.toolenv import SUBCLASS_GUIDE
+from spadework.designer.prompts import SUBCLASS_GUIDE
 
 # ---------------------------------------------------------------- parser: real model-style replies
 

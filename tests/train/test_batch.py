@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from spadework.archive.records import DesignAttempt
 from spadework.train.batch import (
     Sample,
     agent_assembly,
-    attempt_key,
-    designer_assembly,
-    designer_samples,
 )
 from spadework.types import ARMS, Episode, Sampling, Turn
 
@@ -41,10 +37,11 @@ def test_hint_arm_left_out_by_default_and_grouped_apart_when_included():
     eps = [episode("a", "hint", 0, 1.0), episode("a", "hint", 1, 1.0),
            episode("a", "no_hint", 0, 1.0), episode("a", "no_hint", 1, 0.0)]
     default = agent_assembly(eps)
-    assert {s.key.split("/")[1] for s in default.samples} == {"no_hint"}
+    assert {s.key[1] for s in default.samples} == {"no_hint"}
+    assert default.samples[0].key == ("a", "no_hint", 0, 0)  # (env, arm, play, turn)
     assert default.dropped == {"arm_hint": 2}
     both = agent_assembly(eps, arms=ARMS)
-    hint_adv = [s.advantage for s in both.samples if "/hint/" in s.key]
+    hint_adv = [s.advantage for s in both.samples if s.key[1] == "hint"]
     # the hinted group's returns are all 1: its own z-score is 0 (pooled with no_hint it would be > 0)
     assert hint_adv == [0.0] * 4
     with pytest.raises(ValueError, match="unknown arms"):
@@ -63,26 +60,6 @@ def test_failed_episodes_and_untrainable_turns_are_dropped_and_counted():
                            "logprobs_mismatch": 1}
     # returns in the group: 1.0, 0.0 (truncated scores 0), 0.0 (bad_turns: last reward 0.0)
     assert len(got.samples) == 4
-
-
-def attempt(slot, skill, reward, out=(7, 8)):
-    return DesignAttempt(iteration=3, slot=slot, attempt=0, skill=skill, setting="games",
-                         doc_id=None, messages=(), reply="", prompt_ids=(1, 2), output_ids=out,
-                         logprobs=tuple(-0.5 for _ in out), outcome="accepted", reward=reward,
-                         sampling=Sampling(0.6, 0.95, 20))
-
-
-def test_designer_center_scale_and_zscore_per_skill():
-    atts = [attempt(0, "logic", 1.0), attempt(1, "logic", 0.0), attempt(2, "math", 0.25),
-            attempt(3, "math", None), attempt(4, None, 0.7, out=())]
-    got = designer_assembly(atts, scale=32.0)
-    assert [s.advantage for s in got.samples] == [16.0, -16.0, 0.0]
-    assert got.dropped == {"no_reward": 1, "no_output_tokens": 1}
-    assert [attempt_key(s) for s in got.samples] == [(3, 0, 0), (3, 1, 0), (3, 2, 0)]
-    z = designer_samples(atts[:3], scheme="zscore")
-    assert [round(s.advantage, 6) for s in z] == [1.0, -1.0, 0.0]
-    with pytest.raises(ValueError, match="scheme"):
-        designer_samples(atts, scheme="rank")
 
 
 def test_sample_rejects_what_cannot_be_trained():
@@ -104,8 +81,8 @@ def test_format_weight_separates_equal_returns_by_well_formed_replies():
     eps = [ep(0, ["\\boxed{1}", "\\boxed{2}"]), ep(1, ["\\boxed{1}", "no box"]), ep(2, ["x", "y"])]
     assert {s.advantage for s in agent_assembly(eps).samples} == {0.0}  # unshaped: all lost
     shaped = agent_assembly(eps, format_weight=0.2)
-    by_play = {s.key.split("/")[2]: s.advantage for s in shaped.samples}
-    assert by_play["0"] > 0 > by_play["2"] and by_play["1"] == pytest.approx(0.0, abs=1e-6)
+    by_play = {s.key[2]: s.advantage for s in shaped.samples}
+    assert by_play[0] > 0 > by_play[2] and by_play[1] == pytest.approx(0.0, abs=1e-6)
     # a win still outranks perfect formatting
     mixed = agent_assembly([ep(0, ["\\boxed{1}"] * 2), ep(1, ["x", "y"], ret=1.0)], format_weight=0.2)
     assert [round(s.advantage, 6) for s in mixed.samples] == [-1.0, -1.0, 1.0, 1.0]
@@ -114,14 +91,10 @@ def test_format_weight_separates_equal_returns_by_well_formed_replies():
     assert [round(s.advantage, 6) for s in tool.samples] == [1.0, -1.0]
 
 
-def test_turns_and_attempts_without_a_sampling_record_are_dropped():
+def test_turns_without_a_sampling_record_are_dropped():
     """Archived before sampling was recorded: the learner cannot score them as drawn."""
     old = Turn((1, 2, 3), (5, 6), (-0.1, -0.2), "t", "a", "o", 0.0, "stop", None)
     eps = [Episode("a", "no_hint", i, i, (old, turn()), (float(i % 2),), True, False, "completed")
            for i in range(2)]
     got = agent_assembly(eps)
     assert got.dropped == {"unknown_sampling": 2} and len(got.samples) == 2
-    bare = DesignAttempt(iteration=3, slot=0, attempt=0, skill="logic", setting="games",
-                         doc_id=None, messages=(), reply="", prompt_ids=(1, 2), output_ids=(7,),
-                         logprobs=(-0.5,), outcome="accepted", reward=1.0)
-    assert designer_assembly([bare]).dropped == {"unknown_sampling": 1}

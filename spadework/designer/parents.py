@@ -1,11 +1,12 @@
-"""Mutation mode: the designer edits an archived environment into a harder, easier or varied child.
+"""Mutation mode: which archived environment a slot edits, and in which direction.
 
 This is ACCEL-style level editing done by the model: instead of a fresh design from a document,
-a slot may show the designer an accepted parent and ask for a changed module. The direction
-follows the parent's latest win rate: above ``HARDER_ABOVE`` the child should be harder, below
-``EASIER_BELOW`` easier, otherwise (or when the parent has not been played) a variation of the
-same difficulty. The child is checked like any design (the novelty stage rejects a child that is
-a near-copy of its parent) and its ``EnvRecord.parent_id`` records the lineage.
+a slot may show the designer an accepted parent and ask for a changed module
+(:func:`spadework.designer.prompts.build_mutation_prompt`). The direction follows the parent's
+latest win rate: above ``HARDER_ABOVE`` the child should be harder, below ``EASIER_BELOW``
+easier, otherwise (or when the parent has not been played) a variation of the same difficulty.
+The child is checked like any design (the novelty stage rejects a child that is a near-copy of
+its parent) and its ``EnvRecord.parent_id`` records the lineage.
 
 Parent choice is seeded from (run seed, iteration, slot): among accepted environments of the
 slot's skill, those whose win rate lies in the learnable band [0.15, 0.85] are preferred; when
@@ -14,7 +15,6 @@ there are none, any accepted environment of the skill is eligible.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,15 +24,6 @@ from spadework.skills import Skill
 HARDER_ABOVE = 0.85
 EASIER_BELOW = 0.15
 DIRECTIONS = ("harder", "easier", "varied")
-
-_ASK = {
-    "harder": "The agent wins this environment too often. Make it harder: deeper reasoning, more "
-              "hidden state or tighter limits, so that it takes more well-reasoned turns to win.",
-    "easier": "The agent almost never wins this environment. Make it easier: clearer feedback, "
-              "smaller instances or more turns, while random guessing still does not win.",
-    "varied": "The agent wins this environment sometimes. Write a variation of similar "
-              "difficulty: change the mechanics or the rules, not just names and numbers.",
-}
 
 
 @dataclass(frozen=True)
@@ -80,7 +71,8 @@ def wants_mutation(ratio: float, run_seed: int, iteration: int, slot: int) -> bo
 def choose_parent(archive: Any, skill: Skill, *, run_seed: int, iteration: int, slot: int,
                   lo: float = EASIER_BELOW, hi: float = HARDER_ABOVE) -> Parent | None:
     """A seeded choice among the skill's accepted environments, preferring win rates in [lo, hi];
-    None when the skill has no accepted environment."""
+    None when the skill has no accepted environment. ``archive`` is an open
+    :class:`spadework.archive.Archive`."""
     envs = archive.list_envs(status="accepted", skill=skill.name, setting=skill.setting)
     if not envs:
         return None
@@ -90,30 +82,3 @@ def choose_parent(archive: Any, skill: Skill, *, run_seed: int, iteration: int, 
     pool = sorted(band or cands, key=lambda c: c[0].env_id)
     env, wr = derive_rng(run_seed, iteration, slot, "parent").choice(pool)
     return Parent(env.env_id, env.code, env.class_name, wr)
-
-
-def build_mutation_prompt(parent: Parent, skill: Skill, *, difficulty: str = "medium",
-                          task_parts: Sequence[str] = ()) -> list[dict[str, str]]:
-    """Chat messages asking for a changed module derived from ``parent``.
-
-    ``difficulty`` is stated when ``task_parts`` is empty; ``task_parts`` are the skill, difficulty, setting and contract paragraphs of a fresh design
-    prompt (:func:`spadework.design.build_design_prompt` shares them), so both modes state the
-    same contract.
-
-    >>> from spadework.skills import skill_named
-    >>> p = Parent("ab" * 32, "class A: ...", "A", 0.95)
-    >>> msgs = build_mutation_prompt(p, skill_named("optimization"))
-    >>> "harder" in msgs[1]["content"] and "class A: ..." in msgs[1]["content"]
-    True
-    """
-    from spadework.design import _SYSTEM
-
-    rate = "not played yet" if parent.win_rate is None else f"win rate {parent.win_rate:.2f}"
-    parts = [
-        f"Here is an existing environment for the skill {skill.name} ({rate}):\n```python\n"
-        f"{parent.code.strip()}\n```",
-        _ASK[parent.direction],
-        *(task_parts or [f"Target difficulty: {difficulty}."]),
-        "Reply with the complete new module in one ```python block; give its class a new name.",
-    ]
-    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]

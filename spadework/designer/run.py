@@ -1,14 +1,19 @@
 """One call of the designer: slots, batched attempts, judging, repair turns and archiving.
 
-:func:`spadework.design.design_environments` is the public entry point; this module holds its
-working state (one :class:`DesignRun` per call, nothing module-level). The order of work:
+:func:`design_environments` fills ``n`` slots; slot ``i`` exercises ``skills[i % len(skills)]``.
+The order of work (one :class:`DesignRun` per call, nothing module-level):
 
-1. plan each slot: its skill, and a parent when the slot mutates (:mod:`spadework.mutation`);
+1. plan each slot: its skill, and a parent when the slot mutates
+   (:mod:`spadework.designer.parents`);
 2. round ``r`` (``r < attempts_per_slot``): one batched ``policy.chat`` for every slot still
    open, each with a fresh document ``corpus.sample(run_seed, iteration, slot, r)``; judge each
-   reply (screen, extract, check); archive the round in one transaction;
+   reply (:mod:`spadework.designer.judge`); archive the round in one transaction;
 3. then up to ``repair_turns`` batched follow-ups for the round's failures, each archived in its
    own transaction, before the next round.
+
+Every attempt is archived with its prompt, reply, token ids, logprobs, how it was sampled and its
+outcome; extracted code is archived as an accepted or rejected environment. Which attempts may
+ever train, and what they earn, is :mod:`spadework.designer.credit`'s.
 
 One :class:`NoveltyIndex` over the archive's accepted code is built per call and each accepted
 environment is added to it at once, so two slots can never accept the same environment.
@@ -17,30 +22,129 @@ environment is added to it at once, so two slots can never accept the same envir
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from spadework.archive.records import ACCEPTED, DesignAttempt, EnvRecord
 from spadework.corpus import truncate_words
-from spadework.design import (
-    REPLY_STAGE,
-    DesignConfig,
-    DesignResult,
+from spadework.designer.credit import trained_at_birth
+from spadework.designer.judge import Judgement, judge_reply
+from spadework.designer.parents import Parent, choose_parent, wants_mutation
+from spadework.designer.prompts import (
+    DIFFICULTIES,
+    SETTING_RULES,
     MemoryExample,
-    _task_parts,
     build_design_prompt,
+    build_mutation_prompt,
     repair_messages,
-    screen_reply,
 )
-from spadework.errors import ExtractError
-from spadework.mutation import Parent, build_mutation_prompt, choose_parent, wants_mutation
+from spadework.env.checker import CheckConfig
+from spadework.errors import ConfigError
 from spadework.seeding import derive_seed
 from spadework.skills import Skill
-from spadework.types import CheckReport, CheckResult, EnvSource, Sampling
+from spadework.types import EnvSource, Sampling
 
 #: Characters per prompt token assumed when fitting memory into the context (conservative for
 #: code, where tokens are short), so a prompt never overflows the model's window.
 CHARS_PER_TOKEN = 3
+
+
+@dataclass(frozen=True)
+class DesignConfig:
+    """How the designer samples and how many tries it gets.
+
+    ``attempts_per_slot``: fresh tries per slot (each with a new document); ``repair_turns``:
+    inference-only follow-ups per failed try, fed the checker's stage and reason; ``corpus_words``:
+    the document's word budget; ``memory_positives`` / ``memory_negatives``: archive examples per
+    prompt; ``mutation_ratio``: the share of slots that edit an archived parent;
+    ``rejected_first_attempts``: "reward" (rejected samples get the rejection reward) or "none"
+    (no gradient); ``check_seeds``: seeds solution() must win on.
+    """
+
+    setting: str = "games"
+    difficulty: str = "medium"
+    attempts_per_slot: int = 3
+    repair_turns: int = 0
+    max_tokens: int = 1024
+    temperature: float = 0.6
+    top_p: float = 0.95
+    top_k: int = 20
+    corpus_words: int = 400
+    memory_positives: int = 2
+    memory_negatives: int = 1
+    mutation_ratio: float = 0.0
+    rejected_first_attempts: str = "reward"
+    check_seeds: int = 3
+
+    def __post_init__(self) -> None:
+        if self.setting not in SETTING_RULES:
+            raise ConfigError(f"DesignConfig.setting must be 'games' or 'tool-use', got {self.setting!r}")
+        if self.difficulty not in DIFFICULTIES:
+            raise ConfigError(f"DesignConfig.difficulty must be one of {DIFFICULTIES}, got {self.difficulty!r}")
+        for name, low in (("attempts_per_slot", 1), ("repair_turns", 0), ("max_tokens", 1),
+                          ("corpus_words", 1), ("memory_positives", 0), ("memory_negatives", 0),
+                          ("check_seeds", 1), ("top_k", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ConfigError(f"DesignConfig.{name} must be an integer >= {low}, got {value!r}")
+        if not 0.0 <= self.mutation_ratio <= 1.0:
+            raise ConfigError(f"DesignConfig.mutation_ratio must lie in [0, 1], got {self.mutation_ratio!r}")
+        if self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ConfigError("DesignConfig needs temperature >= 0 and top_p in (0, 1], got "
+                              f"{self.temperature!r} and {self.top_p!r}")
+        if self.rejected_first_attempts not in ("reward", "none"):
+            raise ConfigError("DesignConfig.rejected_first_attempts must be 'reward' or 'none', "
+                              f"got {self.rejected_first_attempts!r}")
+
+
+@dataclass(frozen=True)
+class DesignResult:
+    """One slot: its skill, the accepted environment (None if every attempt failed), and every
+    attempt as archived, in order (repairs included; see :func:`spadework.designer.credit.
+    is_repair`)."""
+
+    slot: int
+    skill: str
+    env: EnvSource | None
+    attempts: tuple[DesignAttempt, ...] = field(default_factory=tuple)
+    parent_id: str | None = None
+
+
+def design_environments(
+    policy: Any,
+    sandbox: Any,
+    archive: Any,
+    corpus: Any,
+    *,
+    n: int,
+    iteration: int,
+    run_seed: int,
+    skills: Sequence[Skill],
+    cfg: DesignConfig,
+    check_config: CheckConfig,
+    progress: Callable[[str], None] | None = None,
+) -> list[DesignResult]:
+    """Fill ``n`` design slots (see the module docstring). Returns one :class:`DesignResult` per
+    slot, in slot order.
+
+    ``check_config`` must carry the turn limit the environments will be played with
+    (``RunConfig.check``): an environment that needs more turns than play allows cannot be won.
+    ``policy`` implements :class:`spadework.policy.Policy`; ``sandbox`` is a started sandbox;
+    ``archive`` an open :class:`spadework.archive.Archive`; ``corpus`` a
+    :class:`spadework.corpus.Corpus`. Raises ConfigError for a bad request and lets PolicyError
+    and ArchiveError through (the loop records them); a bad reply is a rejected attempt.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ConfigError(f"n (design slots) must be an integer >= 0, got {n!r}")
+    if not skills:
+        raise ConfigError("no skills to design for: pass at least one (spadework.skills.skills_for)")
+    wrong = [s.name for s in skills if s.setting != cfg.setting]
+    if wrong:
+        raise ConfigError(f"skills {wrong} are not of setting {cfg.setting!r}; set DesignConfig.setting "
+                          "or pass skills_for(setting)")
+    run = DesignRun(policy, sandbox, archive, corpus, iteration=iteration, run_seed=run_seed,
+                    cfg=cfg, check_config=check_config, progress=progress)
+    return run.run([skills[i % len(skills)] for i in range(n)])
 
 
 @dataclass
@@ -67,45 +171,11 @@ class _Request:
     memory_ids: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Judgement:
-    """What became of one reply: ``outcome`` is ACCEPTED or the failing stage."""
-
-    outcome: str
-    reason: str
-    code: str | None = None
-    report: CheckReport | None = None
-
-
-def judge_reply(text: str, finish_reason: str, *, sandbox: Any, cfg: DesignConfig,
-                check_config: Any, index: Any) -> Judgement:
-    """Screen, extract and check one reply. The extract stage is recorded in the report, so an
-    archived environment's report shows every stage it went through."""
-    from spadework.env.checker import check
-    from spadework.env.extract import extract_env_module
-
-    why = screen_reply(text, finish_reason, cfg.max_tokens)
-    if why is not None:
-        return Judgement(REPLY_STAGE, why)
-    try:
-        module = extract_env_module(text)
-    except ExtractError as e:
-        return Judgement("extract", e.reason)
-    repairs = f"; repairs: {', '.join(module.repairs)}" if module.repairs else ""
-    extracted = CheckResult("extract", True, f"a module of {len(module.code.splitlines())} lines{repairs}")
-    report = check(module.code, sandbox=sandbox, seeds=cfg.check_seeds, config=check_config,
-                   existing=index, module=True)
-    report = replace(report, results=(extracted, *report.results))
-    if report.ok:
-        return Judgement(ACCEPTED, "", module.code, report)
-    return Judgement(report.failed_stage or "static", report.reason, module.code, report)
-
-
 class DesignRun:
-    """The state of one :func:`spadework.design.design_environments` call."""
+    """The state of one :func:`design_environments` call."""
 
     def __init__(self, policy: Any, sandbox: Any, archive: Any, corpus: Any, *, iteration: int,
-                 run_seed: int, cfg: DesignConfig, check_config: Any,
+                 run_seed: int, cfg: DesignConfig, check_config: CheckConfig,
                  progress: Callable[[str], None] | None = None) -> None:
         from spadework.env.novelty import NoveltyIndex
 
@@ -150,8 +220,7 @@ class DesignRun:
     def _fresh_request(self, s: _Slot, r: int) -> _Request:
         cfg = self.cfg
         if s.parent is not None:
-            msgs = build_mutation_prompt(s.parent, s.skill, difficulty=cfg.difficulty,
-                                         task_parts=_task_parts(s.skill, cfg.difficulty))
+            msgs = build_mutation_prompt(s.parent, s.skill, difficulty=cfg.difficulty)
             return _Request(s, tuple(msgs), None, None, (s.parent.env_id,))
         doc = self.corpus.sample(self.run_seed, self.iteration, s.slot, r)
         text = truncate_words(doc.text, cfg.corpus_words)
@@ -177,8 +246,8 @@ class DesignRun:
         completions = self.policy.chat([Conversation(messages=r.messages) for r in reqs], params)
         done, envs, attempts = [], [], []
         for req, c in zip(reqs, completions):
-            j = judge_reply(c.text, c.finish_reason, sandbox=self.sandbox, cfg=cfg,
-                            check_config=self.check_config, index=self.index)
+            j = judge_reply(c.text, c.finish_reason, sandbox=self.sandbox, max_tokens=cfg.max_tokens,
+                            seeds=cfg.check_seeds, check_config=self.check_config, index=self.index)
             if j.outcome == ACCEPTED:
                 self.index.add(j.code)
                 req.slot.env = EnvSource(j.code, j.report.class_name or "", req.slot.skill.setting,
@@ -209,12 +278,9 @@ class DesignRun:
             finish_reason=c.finish_reason, memory_ids=req.memory_ids, sampling=sampling)
 
     def _store(self, envs: list[EnvRecord], attempts: list[DesignAttempt]) -> None:
-        """Archive one call's environments and attempts together; repairs (and, with
-        ``rejected_first_attempts="none"``, rejected attempts) are marked so the learner skips them."""
-        from spadework.design import is_repair
-
-        skip = [a.key for a in attempts if is_repair(a) or not a.output_ids or (
-            a.outcome != ACCEPTED and self.cfg.rejected_first_attempts == "none")]
+        """Archive one call's environments and attempts together; those that may never train
+        (:func:`spadework.designer.credit.trained_at_birth`) are marked so the learner skips them."""
+        skip = [a.key for a in attempts if trained_at_birth(a, self.cfg.rejected_first_attempts)]
         with self.archive.transaction():
             for rec in envs:
                 self.archive.add_env(rec)
@@ -265,32 +331,3 @@ def summarize(results: Sequence[DesignResult], seconds: float, iteration: int = 
                          iteration=iteration)
 
 
-def design_into_run_dir(run_dir: Any, *, n: int, cfg: DesignConfig, max_turns: int,
-                        model: str | None = None, seed: int = 0, device: str = "cpu",
-                        progress: Callable[[str], None] | None = None) -> DesignSummary:
-    """``spadework design``: load the model, the default corpus and a sandbox, design ``n``
-    slots into ``run_dir/archive.sqlite`` as the iteration after the last one designed there,
-    checked under the turn limit ``max_turns`` they are meant to be played with, and summarise."""
-    import time
-    from pathlib import Path
-
-    from spadework.archive import Archive, archive_path
-    from spadework.default_corpus import load_default_corpus
-    from spadework.design import design_environments
-    from spadework.env.checker import CheckConfig
-    from spadework.policy.hf import load_hf_policy
-    from spadework.sandbox import Limits, Sandbox
-    from spadework.skills import skills_for
-
-    corpus = load_default_corpus()
-    policy = load_hf_policy(model, device=device)
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
-    with Archive.open(archive_path(run_dir)) as archive, Sandbox(Limits()) as sandbox:
-        last = archive.query("SELECT MAX(iteration) AS m FROM attempts")[0]["m"]
-        iteration = 0 if last is None else int(last) + 1
-        start = time.monotonic()
-        results = design_environments(policy, sandbox, archive, corpus, n=n, iteration=iteration,
-                                      run_seed=seed, skills=skills_for(cfg.setting), cfg=cfg,
-                                      check_config=CheckConfig(max_turns=max_turns),
-                                      progress=progress)
-        return summarize(results, time.monotonic() - start, iteration)
