@@ -38,7 +38,7 @@ from spadework.sandbox.handle import EnvHandle
 from spadework.sandbox.limits import Isolation, Limits
 
 _HERE = Path(__file__).resolve().parent
-_TOOLENV = _HERE.parent / "env" / "toolenv.py"
+_TOOLENV = _HERE.parent / "env" / "toolenv"
 _PROBE = "class Probe:\n    def __init__(self, max_turns=10): pass\n" \
          "    def reset(self, seed=None): return '', {}\n    def step(self, a): return '', 0.0, True, False, {}\n"
 _ZYGOTE_START_SECONDS = 30.0
@@ -57,6 +57,16 @@ def _site_dirs(names: tuple[str, ...]) -> list[str]:
         if str(top) not in dirs:
             dirs.append(str(top))
     return dirs
+
+
+def _toolenv_files(folder: Path) -> list[list[str]] | None:
+    """(module name, source file) of the ``toolenv`` package, in the order the zygote loads them
+    (its submodules, then the package itself); None when the folder is not that package."""
+    from spadework.env.toolenv import MODULES
+
+    files = [[f"toolenv.{m}", str(folder / f"{m}.py")] for m in MODULES]
+    files.append(["toolenv", str(folder / "__init__.py")])
+    return files if all(Path(f).is_file() for _, f in files) else None
 
 
 class Sandbox:
@@ -81,8 +91,7 @@ class Sandbox:
         self._wake = threading.Condition(threading.Lock())
         self._filler: threading.Thread | None = None
         self._stopping = False
-        path = Path(toolenv_path) if toolenv_path is not None else _TOOLENV
-        self._toolenv = str(path) if path.is_file() else None
+        self._toolenv = _toolenv_files(Path(toolenv_path) if toolenv_path is not None else _TOOLENV)
         self._zlock = threading.Lock()
         self._hlock = threading.Lock()
         self._handles: set[EnvHandle] = set()

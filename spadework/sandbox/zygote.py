@@ -7,7 +7,7 @@ on ``sys.path`` to import msgpack, pyseccomp and numpy, then removes them again:
 submodules still load through ``numpy.__path__``, but no other third-party package is reachable.
 
 It pre-imports the allowed runtime (so a fork costs milliseconds, not an interpreter start),
-registers the tool-use base class source as ``sys.modules["toolenv"]``, and enters fresh network,
+registers the tool-use kit (``spadework/env/toolenv/``) as the package ``toolenv``, and enters fresh network,
 IPC and UTS namespaces (inside a user namespace when not root) that every child inherits.
 
 Host protocol: one SOCK_SEQPACKET message per request and per reply, msgpack maps.
@@ -53,18 +53,29 @@ def _load_file(name: str, path: str):
     return module
 
 
-def _register_toolenv(path: str | None) -> str:
-    """Make ``from toolenv import ToolEnv`` work in children; returns a note for the report."""
-    if not path:
-        return "toolenv: no file"
-    module = type(sys)("toolenv")
-    module.__file__ = "toolenv.py"
-    sys.modules["toolenv"] = module  # before exec: dataclasses look the module up there
+def _register_toolenv(files: list[list[str]] | None) -> str:
+    """Make ``from toolenv import ToolEnv`` work in children: register the package ``toolenv``
+    and run its modules' source (``files``: [module name, path], submodules first) into it, so
+    their relative imports resolve; returns a note for the report."""
+    if not files:
+        return "toolenv: no package"
+    package = type(sys)("toolenv")
+    package.__path__, package.__package__, package.__file__ = [], "toolenv", "toolenv/__init__.py"
+    sys.modules["toolenv"] = package
+    loaded = ["toolenv"]
     try:
-        with open(path, encoding="utf-8") as f:
-            exec(compile(f.read(), "toolenv.py", "exec"), module.__dict__)  # noqa: S102 - ours
+        for name, path in files:
+            module = package if name == "toolenv" else type(sys)(name)
+            if module is not package:
+                module.__package__, module.__file__ = "toolenv", name.replace(".", "/") + ".py"
+                sys.modules[name] = module  # before exec: dataclasses look the module up there
+                loaded.append(name)
+                setattr(package, name.rpartition(".")[2], module)
+            with open(path, encoding="utf-8") as f:
+                exec(compile(f.read(), module.__file__, "exec"), module.__dict__)  # noqa: S102 - ours
     except Exception as e:  # noqa: BLE001 - reported; tool-use envs then fail to import
-        del sys.modules["toolenv"]
+        for name in loaded:
+            sys.modules.pop(name, None)
         traceback.print_exc()
         return f"toolenv: failed to load ({type(e).__name__}: {e})"
     return "toolenv: registered"

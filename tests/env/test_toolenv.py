@@ -1,4 +1,4 @@
-"""Tests of the tool-call parser and the ToolEnv base class (spadework/env/toolenv.py)."""
+"""Tests of the tool-call parser and the ToolEnv base class (spadework/env/toolenv/)."""
 
 from __future__ import annotations
 

@@ -299,7 +299,8 @@ def test_passes_the_checkers_runtime_stages_in_process(env_class):
 
 
 def test_solutions_win_inside_the_real_sandbox():
-    """End to end: the sandbox registers toolenv.py as ``toolenv`` and runs each starter there."""
+    """End to end: the sandbox registers spadework/env/toolenv/ as the package ``toolenv`` and runs
+    each starter there."""
     from spadework.errors import SandboxUnavailable
     from spadework.sandbox.base import Sandbox
 

@@ -1,0 +1,405 @@
+"""The tool-use base class: a subclass declares tools, their methods and an instruction
+sequence, and :class:`ToolEnv` turns them into the text-in, text-out environment contract; its
+docstring states the episode rules. Standard library only.
+
+Departures from the reference's base class: arguments are checked against the schema before a
+tool runs (the reference passed them unchecked and showed Python's TypeError); several calls per
+reply are executed; turns are counted for tool turns too; a wrong final answer is not free to
+retry forever; numeric answers compare at 1e-6 relative, not 0.01.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .calls import (
+    MAX_DEPTH,
+    ToolCall,
+    ToolCallFormatError,
+    format_tool_call,
+    parse_answer,
+    parse_tool_calls,
+    too_deep,
+)
+from .schema import coerce_integers, same_value, schema_error
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return format(value, ".10g")
+    if isinstance(value, (dict, list, bool)) or value is None:
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def render_record(record: dict) -> str:
+    """One record on one line, for tool results.
+
+    >>> render_record({"id": 3, "name": "Ann", "balance": 0.1 + 0.2, "tags": ["vip"]})
+    'id: 3, name: Ann, balance: 0.3, tags: ["vip"]'
+    """
+    return ", ".join(f"{key}: {_cell(value)}" for key, value in record.items())
+
+
+def render_records(records: list[dict], columns: list[str] | None = None) -> str:
+    """Records as a compact table: a header line of column names, then one line per record.
+
+    >>> print(render_records([{"id": 1, "qty": 5}, {"id": 2, "qty": 0}]))
+    id | qty
+    1 | 5
+    2 | 0
+    >>> render_records([])
+    '(no records)'
+    """
+    if not records:
+        return "(no records)"
+    columns = columns or list(records[0])
+    lines = [" | ".join(columns)]
+    lines += [" | ".join(_cell(r.get(c, "")) for c in columns) for r in records]
+    return "\n".join(lines)
+
+
+def answers_match(given: str, expected: str) -> bool:
+    """Case-insensitive equality after stripping, or numbers equal within 1e-6 relative (after
+    removing ``$``, ``,`` and surrounding spaces). The reference used 0.01 absolute, which
+    accepts wrong cents on small amounts and is needlessly strict on large ones.
+
+    >>> answers_match(" Done ", "done"), answers_match("$1,234.50", "1234.5")
+    (True, True)
+    >>> answers_match("1234.51", "1234.5"), answers_match("12", "twelve")
+    (False, False)
+    """
+    a, b = str(given).strip(), str(expected).strip()
+    if a.casefold() == b.casefold():
+        return True
+    try:
+        x = float(a.replace("$", "").replace(",", "").strip())
+        y = float(b.replace("$", "").replace(",", "").strip())
+    except ValueError:
+        return False
+    return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-9)
+
+
+
+
+class ToolError(Exception):
+    """Raised by a ``tool_<name>`` method for a failure the agent should see and can recover from
+    (record not found, insufficient funds, ...). Its message becomes the tool result. Any other
+    exception from a tool is a bug in the environment and propagates."""
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One step of the task: the text shown to the agent, and ``done()`` which says, from the
+    environment's state, whether the step's goal has been met."""
+
+    text: str
+    done: Callable[[], bool]
+
+
+class ToolEnv:
+    """Base class of tool-use environments.
+
+    A subclass implements:
+
+    * ``declare_tools() -> {name: {"description": str, "parameters": <JSON schema object>}}``
+      and a method ``tool_<name>(**arguments)`` per tool returning a string (or a dict/list,
+      rendered compactly); raise :class:`ToolError` for failures the agent should see;
+    * ``reset(seed=None)``: build state from ``random.Random(seed)``, then
+      ``return self.start(intro, [Instruction(text, done), ...])``;
+    * ``solution()``: the winning list of replies, written with :meth:`reply_call` and
+      :meth:`reply_answer`, computed from the state;
+    * optionally ``expected_answer()`` (default ``"done"``) or ``check_answer(given)``.
+
+    Episode rules, enforced here so that every tool environment plays the same way:
+
+    * Each :meth:`step` is one turn, tool turns included; ``truncated`` is True when
+      ``max_turns`` turns are used without ending the episode.
+    * A reply's tool calls run in order, at most :attr:`max_calls_per_turn` (8) per turn; the
+      rest are skipped and the observation says so. Arguments are checked against the schema
+      first; errors (bad types, unknown or missing arguments, unknown tool) come back as the
+      tool's result, never raised.
+    * Instructions are revealed one at a time: after each successful call, while the open
+      step's ``done()`` holds, the next instruction is appended to that call's result.
+    * ``<answer>`` in a reply without tool calls is judged: before all steps are done it is
+      refused and the open step is named (reward 0); after, a correct answer wins (1.0,
+      terminated); a wrong one uses up one of :attr:`answer_attempts` (1), and the last one
+      ends the episode (0.0, terminated). An answer in a reply that also calls tools is ignored.
+    * A reply with neither a tool call nor an answer, or with a malformed call, gets format
+      feedback and :attr:`format_penalty` (-0.05): small enough never to outweigh a win, large
+      enough to rank a silent episode below an honest wrong answer.
+    """
+
+    max_calls_per_turn = 8
+    answer_attempts = 1
+    format_penalty = -0.05
+    list_tools_in_observation = True
+
+    def __init__(self, max_turns: int = 10, **kwargs) -> None:
+        self.max_turns = int(max_turns)
+        self.options = dict(kwargs)
+        self.turn_count = 0
+        self.call_history: list[ToolCall] = []
+        self._instructions: tuple[Instruction, ...] = ()
+        self._instruction_index = 0
+        self._attempts_left = self.answer_attempts
+        self._started = False
+        self._over = False
+
+    # -- to implement -------------------------------------------------------------------------
+
+    def declare_tools(self) -> dict[str, dict]:
+        raise NotImplementedError("declare_tools() must return {name: {description, parameters}}")
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict]:
+        raise NotImplementedError("reset() must build the state and return self.start(...)")
+
+    def solution(self) -> list[str]:
+        raise NotImplementedError("solution() must return the winning list of replies")
+
+    def expected_answer(self) -> str:
+        """The final answer, computed from the state when the answer is judged."""
+        return "done"
+
+    def check_answer(self, given: str) -> bool:
+        return answers_match(given, str(self.expected_answer()))
+
+    # -- helpers for subclasses ---------------------------------------------------------------
+
+    def start(self, intro: str, instructions: list[Instruction] | tuple = ()) -> tuple[str, dict]:
+        """Begin an episode (call at the end of ``reset``): clears turns, history and progress,
+        and returns the first observation: the intro, the first instruction, the tools and the
+        reply format. Raises ValueError when the first step's goal already holds, because such
+        an environment can be won without doing anything."""
+        self.turn_count = 0
+        self.call_history = []
+        self._instructions = tuple(instructions)
+        self._instruction_index = 0
+        self._attempts_left = self.answer_attempts
+        self._started, self._over = True, False
+        if self._instructions and self._instructions[0].done():
+            raise ValueError("the goal of step 1 is already met at reset; the task is trivial")
+        parts = [intro.strip()]
+        if self._instructions:
+            parts.append(f"Instruction (step 1 of {len(self._instructions)}): "
+                         f"{self._instructions[0].text}")
+        if self.list_tools_in_observation:
+            parts.append("Tools:\n" + "\n".join(self._tool_lines()))
+        parts.append(
+            'Call tools with <tool_call>{"name": "tool_name", "arguments": {...}}</tool_call> '
+            f"(up to {self.max_calls_per_turn} per reply). Further instructions appear as steps "
+            "are completed; when all are done, reply with <answer>...</answer>. You have "
+            f"{self.max_turns} replies in all."
+        )
+        return "\n\n".join(parts), self._info(0, 0)
+
+    def called(self, tool: str, /, **arguments: object) -> bool:
+        """Whether a successful call of ``tool`` with at least these arguments was made."""
+        return any(c.name == tool and all(same_value(c.arguments.get(k), v) for k, v in arguments.items())
+                   for c in self.call_history)
+
+    @staticmethod
+    def reply_call(name: str, /, **arguments: object) -> str:
+        """A reply that makes one tool call (for ``solution()``)."""
+        return format_tool_call(ToolCall(name, arguments))
+
+    @staticmethod
+    def reply_answer(value: object) -> str:
+        """A reply that submits a final answer (for ``solution()``)."""
+        return f"<answer>{value}</answer>"
+
+    def fit_turns(self, replies: list[str]) -> list[str]:
+        """``replies`` merged until they fit ``max_turns`` (for ``solution()``): adjacent
+        tool-call replies are joined, smallest pair first, never above
+        :attr:`max_calls_per_turn` calls per reply. Calls still run in the same order, so the
+        merged sequence wins whenever the original does; it is returned unchanged when it fits
+        already or cannot be shortened further.
+
+        >>> env = ToolEnv(max_turns=2)
+        >>> replies = [ToolEnv.reply_call("a"), ToolEnv.reply_call("b"), "<answer>1</answer>"]
+        >>> [r.count("<tool_call>") for r in env.fit_turns(replies)]
+        [2, 0]
+        """
+        replies = list(replies)
+        counts = [len(parse_tool_calls(r)) if parse_answer(r) is None else 0 for r in replies]
+        while len(replies) > self.max_turns:
+            pairs = [(counts[i] + counts[i + 1], i) for i in range(len(replies) - 1)
+                     if counts[i] and counts[i + 1]
+                     and counts[i] + counts[i + 1] <= self.max_calls_per_turn]
+            if not pairs:
+                break
+            _, i = min(pairs)
+            replies[i:i + 2] = [replies[i] + "\n" + replies[i + 1]]
+            counts[i:i + 2] = [counts[i] + counts[i + 1]]
+        return replies
+
+    # -- the interface hosts use --------------------------------------------------------------
+
+    def tools(self) -> list[dict]:
+        """The tools in the OpenAI function format, for chat templates."""
+        return [{"type": "function", "function": {"name": name, **decl}}
+                for name, decl in self._declarations().items()]
+
+    def _as_declared(self, call: ToolCall) -> dict:
+        """The call's arguments, with XML-style texts restored where the schema wants a string."""
+        if not call.texts or not isinstance(call.arguments, dict):
+            return call.arguments
+        decl = self._declarations().get(call.name, {})
+        props = decl.get("parameters", {}).get("properties", {})
+        return {k: call.texts[k] if k in call.texts and not isinstance(v, str)
+                and props.get(k, {}).get("type") == "string" else v
+                for k, v in call.arguments.items()}
+
+    def execute_tool(self, name: str, arguments: dict) -> tuple[str, bool]:
+        """Run one tool call and return (result text, succeeded). Checks the arguments, records
+        the call, and appends any newly revealed instruction. Does not count a turn: a host that
+        delivers tool calls as structured messages counts assistant turns itself and submits the
+        final answer through :meth:`step`."""
+        self._require_started()
+        declarations = self._declarations()
+        if name not in declarations:
+            return (f"Error: unknown tool '{name}'. Available tools: "
+                    f"{', '.join(declarations)}.", False)
+        schema = declarations[name]["parameters"]
+        if not isinstance(arguments, dict) or too_deep(arguments):
+            return (f"Error: arguments of {name} must be a JSON object nested at most "
+                    f"{MAX_DEPTH} levels deep.", False)
+        error = schema_error(arguments, schema)
+        if error:
+            return f"Error: {error}. Usage: {self._signature(name, declarations[name])}", False
+        arguments = coerce_integers(arguments, schema)
+        try:
+            result = getattr(self, f"tool_{name}")(**arguments)
+        except ToolError as e:  # a tool may have changed state before refusing
+            return f"Error: {e}{self._advance()}", False
+        self.call_history.append(ToolCall(name, arguments))
+        text = result if isinstance(result, str) else _render_result(result)
+        return text + self._advance(), True
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        """One agent reply; see the class docstring for the rules. After the episode has ended
+        it returns a reminder, reward 0 and truncated=True."""
+        self._require_started()
+        if self._over:
+            return "The episode is over; call reset().", 0.0, False, True, self._info(0, 0)
+        self.turn_count += 1
+        obs, reward, terminated, ran, failed = self._respond(str(action))
+        truncated = not terminated and self.turn_count >= self.max_turns
+        if truncated:
+            obs += "\n\nOut of turns: the episode is over."
+        self._over = terminated or truncated
+        reward = min(1.0, max(-1.0, float(reward)))  # a subclass's constants cannot break the range
+        return obs, reward, bool(terminated), bool(truncated), self._info(ran, failed)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _require_started(self) -> None:
+        if not self._started:
+            raise RuntimeError("call reset() before step() or execute_tool()")
+
+    def _declarations(self) -> dict[str, dict]:
+        """The declared tools, normalised and checked against the methods that implement them."""
+        out = {}
+        for name, decl in self.declare_tools().items():
+            if not callable(getattr(self, f"tool_{name}", None)):
+                raise TypeError(f"tool {name!r} is declared but method tool_{name} is missing")
+            params = dict(decl.get("parameters") or {"type": "object"})
+            if params.get("type", "object") != "object":
+                raise TypeError(f"tool {name!r}: parameters must be a JSON schema of type object")
+            params.setdefault("type", "object")
+            params.setdefault("properties", {})
+            out[name] = {"description": str(decl.get("description", "")), "parameters": params}
+        return out
+
+    @staticmethod
+    def _signature(name: str, decl: dict) -> str:
+        params = decl["parameters"]
+        required = set(params.get("required", ()))
+        fields = []
+        for key, sub in params["properties"].items():
+            kind = ("|".join(json.dumps(e) for e in sub["enum"]) if "enum" in sub
+                    else sub.get("type", "any"))
+            kind = "|".join(kind) if isinstance(kind, list) else kind
+            fields.append(f"{key}{'' if key in required else '?'}: {kind}")
+        return f"{name}({', '.join(fields)})"
+
+    def _tool_lines(self) -> list[str]:
+        return [f"- {self._signature(n, d)}: {d['description']}"
+                for n, d in self._declarations().items()]
+
+    def _format_help(self) -> str:
+        return ('Call a tool with <tool_call>{"name": "tool_name", "arguments": {...}}</tool_call>'
+                " or give the final answer with <answer>...</answer>.")
+
+    def _respond(self, text: str) -> tuple[str, float, bool, int, int]:
+        """(observation, reward, terminated, calls run, calls failed) for one reply."""
+        try:
+            calls = parse_tool_calls(text)
+        except ToolCallFormatError as e:
+            return f"Format error: {e.args[0]}. {self._format_help()}", self.format_penalty, \
+                False, 0, 0
+        answer = parse_answer(text)
+        if calls:
+            obs, ran, failed = self._run_calls(calls, answer is not None)
+            return obs, 0.0, False, ran, failed
+        if answer is None:
+            return (f"Format error: no tool call and no answer. {self._format_help()}",
+                    self.format_penalty, False, 0, 0)
+        obs, reward, terminated = self._judge(answer)
+        return obs, reward, terminated, 0, 0
+
+    def _run_calls(self, calls: list[ToolCall], had_answer: bool) -> tuple[str, int, int]:
+        parts, ran, failed = [], 0, 0
+        for call in calls[: self.max_calls_per_turn]:
+            text, ok = self.execute_tool(call.name, self._as_declared(call))
+            ran, failed = ran + 1, failed + (not ok)
+            parts.append(f"Result of {call.name}:\n{text}")
+        skipped = len(calls) - ran
+        if skipped:
+            parts.append(f"{skipped} more call(s) skipped: at most {self.max_calls_per_turn} "
+                         "per reply.")
+        if had_answer:
+            parts.append("The <answer> was ignored: answer in a reply without tool calls.")
+        return "\n\n".join(parts), ran, failed
+
+    def _advance(self) -> str:
+        """Mark open steps whose goal now holds as done; the text announcing what comes next."""
+        notes, total = [], len(self._instructions)
+        while self._instruction_index < total and self._instructions[self._instruction_index].done():
+            self._instruction_index += 1
+            k = self._instruction_index
+            if k < total:
+                notes.append(f"[Step {k} of {total} complete] Next instruction (step {k + 1} of "
+                             f"{total}): {self._instructions[k].text}")
+            else:
+                notes.append(f"[Step {k} of {total} complete] All steps are done: reply with "
+                             "<answer>...</answer>.")
+        return "".join("\n\n" + n for n in notes)
+
+    def _judge(self, answer: str) -> tuple[str, float, bool]:
+        total = len(self._instructions)
+        if self._instruction_index < total:
+            k = self._instruction_index
+            return (f"Not accepted yet: step {k + 1} of {total} is still open: "
+                    f"\"{self._instructions[k].text}\" Complete it with the tools first.", 0.0, False)
+        if self.check_answer(answer):
+            return "Correct!", 1.0, True
+        self._attempts_left -= 1
+        if self._attempts_left <= 0:
+            return "Incorrect. The episode is over.", 0.0, True
+        return f"Incorrect. {self._attempts_left} attempt(s) left.", 0.0, False
+
+    def _info(self, ran: int, failed: int) -> dict:
+        return {"tool_calls": ran, "tool_errors": failed, "turn": self.turn_count,
+                "steps_done": self._instruction_index, "steps": len(self._instructions)}
+
+
+def _render_result(result: object) -> str:
+    if isinstance(result, dict):
+        return render_record(result)
+    if isinstance(result, list) and all(isinstance(r, dict) for r in result):
+        return render_records(result)
+    return _cell(result)
