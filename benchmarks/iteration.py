@@ -67,14 +67,18 @@ def main() -> None:
     policy = TimedPolicy(load_hf_policy(cfg.model, max_batch_size=cfg.policy_batch))
     marks: list[tuple[str, float]] = []
 
-    def show(stage: str, text: str) -> None:
-        if text.startswith("iteration"):
-            marks.append((stage, time.monotonic()))
-            policy.stage = stage
+    class Marks:  # a spadework.progress.Progress that notes when each stage starts
+        def stage(self, name: str, note: str) -> None:
+            if note.startswith("iteration"):
+                marks.append((name, time.monotonic()))
+                policy.stage = name
+
+        def advance(self, name: str, done: int, total: int) -> None:
+            pass
 
     with tempfile.TemporaryDirectory() as d:
         t0 = time.monotonic()
-        run(cfg, Path(d), policy=policy, show=show)
+        run(cfg, Path(d), policy=policy, progress=Marks())
         end = time.monotonic()
     starts = marks + [("end", end)]
     stages = {}

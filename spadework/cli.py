@@ -299,22 +299,19 @@ def run_cmd(
 ) -> None:
     """Self-play: design, validate, hint, play both arms, score, train, store; resumable."""
     import importlib
-    import importlib.util
     import json
     import time
 
+    from spadework.commands import run_command
     from spadework.config import load_config, override
     from spadework.errors import ConfigError
-    from spadework.loop import run
     from spadework.progress import StageDisplay
 
     with _reported(SpadeworkError):
         cfg = load_config(config, preset_name=None if config and preset == "cpu" else preset)
         top = {k: v for k, v in (("iterations", iterations), ("model", model), ("run_seed", seed))
                if v is not None}
-        if no_train or importlib.util.find_spec("spadework.train.grpo") is None:
-            if not no_train:
-                typer.echo("the learner is not installed: running without training (--no-train)")
+        if no_train:
             top["train"] = False
         cfg = override(cfg, top)
         if run_dir is None:
@@ -327,8 +324,8 @@ def run_cmd(
             factory = getattr(importlib.import_module(mod), fn)
         typer.echo(f"spadework run: preset {cfg.preset}, {cfg.iterations} iterations, "
                    f"{'training' if cfg.train else 'no training'}, run dir {run_dir}")
-        out = run(cfg, run_dir, resume=resume, policy=factory() if factory else None,
-                  show=StageDisplay())
+        with StageDisplay() as display:
+            out = run_command(cfg, run_dir, resume=resume, policy_factory=factory, progress=display)
     for m in out:
         d = m.to_dict()
         typer.echo(json.dumps({k: d.get(k) for k in ("iteration", "losses", "rewards",
@@ -392,8 +389,8 @@ def design_cmd(
             task = bar.add_task("designing", total=n * attempts * (1 + repair_turns))
             s = design_into_run_dir(run_dir, n=n, cfg=cfg, max_turns=max_turns, model=model,
                                     seed=seed, device=device,
-                                    progress=lambda msg: bar.update(task, advance=1, description=msg))
-            bar.update(task, completed=n * attempts * (1 + repair_turns))
+                                    progress=lambda done, total: bar.update(task, completed=done,
+                                                                            total=total))
     table = Table(title=f"design, iteration {s.iteration} ({run_dir / 'archive.sqlite'})")
     table.add_column("figure")
     table.add_column("value", justify="right")

@@ -9,12 +9,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
+from spadework.config import RunConfig
 from spadework.designer.run import DesignConfig, DesignSummary
+from spadework.errors import ConfigError
+from spadework.progress import Progress
+
+if TYPE_CHECKING:
+    from spadework.loop import IterationMetrics
+    from spadework.policy.base import Policy
 
 
 def design_into_run_dir(run_dir: str | Path, *, n: int, cfg: DesignConfig, max_turns: int,
                         model: str | None = None, seed: int = 0, device: str = "cpu",
-                        progress: Callable[[str], None] | None = None) -> DesignSummary:
+                        progress: Callable[[int, int], None] | None = None) -> DesignSummary:
     """``spadework design``: load the model, the default corpus and a sandbox, design ``n``
     slots into ``run_dir/archive.sqlite`` as the iteration after the last one designed there,
     checked under the turn limit ``max_turns`` they are meant to be played with, and summarise."""
@@ -38,3 +47,49 @@ def design_into_run_dir(run_dir: str | Path, *, n: int, cfg: DesignConfig, max_t
                                       check_config=CheckConfig(max_turns=max_turns),
                                       progress=progress)
         return summarize(results, time.monotonic() - start, iteration)
+
+
+def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
+                policy_factory: Callable[[], Policy] | None = None,
+                progress: Progress | None = None) -> list[IterationMetrics]:
+    """``spadework run``: the checks that need no model first (the run directory's state), then
+    load the model (``policy_factory`` replaces it; tests pass a scripted one) and, when
+    training, the learner around it, then run the loop."""
+    from spadework.loop import run
+
+    check_run_dir(run_dir, resume=resume)
+    if policy_factory is not None:
+        policy = policy_factory()
+    else:
+        from spadework.policy.hf import load_hf_policy
+
+        policy = load_hf_policy(cfg.model, max_batch_size=cfg.policy_batch)
+    learner = None
+    if cfg.train:
+        from spadework.train.grpo import Learner
+
+        learner = Learner(policy, cfg.learner)
+    return run(cfg, run_dir, policy=policy, learner=learner, resume=resume, progress=progress)
+
+
+def check_run_dir(run_dir: Path, *, resume: bool) -> None:
+    """Refuse, before anything is loaded, a run directory that is a file, a ``--resume`` of a
+    directory holding no run, and a fresh run in a directory that holds one."""
+    from spadework.archive import Archive, archive_path
+
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"--run-dir {run_dir} is a file; give a directory for the run")
+    db = archive_path(run_dir)
+    if not db.exists():
+        if resume:
+            raise ConfigError(f"--resume: {run_dir} holds no run (no {db.name}); start one without "
+                              "--resume or give the folder of the run to continue")
+        return
+    with Archive.open(db, create=False) as archive:
+        prog = archive.load_state("progress")
+    if prog is None and resume:
+        raise ConfigError(f"--resume: the run in {run_dir} has not finished a stage yet; start it "
+                          "again without --resume in a new --run-dir")
+    if prog is not None and not resume:
+        raise ConfigError(f"{run_dir} already holds a run (iteration {prog['iteration']}); pass "
+                          "--resume to continue it or choose another --run-dir")

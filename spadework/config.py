@@ -45,7 +45,6 @@ class RunConfig:
     checkpoint_every: int = 2
     episode_seconds: float = 60.0
     policy_batch: int = 16
-    policy_context: int | None = None
     design: DesignConfig = field(default_factory=DesignConfig)
     play: PlayConfig = field(default_factory=PlayConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
@@ -120,7 +119,7 @@ def _paper(size: str) -> RunConfig:
     (8 hinted and 8 unhinted plays on the same seeds, not 16 against 8)."""
     return RunConfig(
         preset=f"paper-{size}", model=f"Qwen/Qwen3-{size.upper()}", iterations=400, plays=8,
-        train=True, checkpoint_every=20, policy_batch=192, policy_context=32768,
+        train=True, checkpoint_every=20, policy_batch=192,
         design=DesignConfig(attempts_per_slot=1, max_tokens=16384, temperature=0.6, top_p=0.95,
                             top_k=20, corpus_words=6000, memory_positives=2, memory_negatives=1),
         play=PlayConfig(max_turns=25, max_tokens=8192, context_tokens=32768, temperature=0.6,

@@ -3,10 +3,12 @@
 Where a hint comes from, per environment:
 
 - the environment's own ``hint()`` when it defines one: the rollout asks it per instance
-  (``PlayJob.hint=None``), so :func:`hints_for` returns None for it;
+  (``PlayJob.hint=None``), so its :class:`HintOutcome` carries None;
 - else a hint stored in the archive by an earlier iteration, checked again on this call's seeds
   (the loop may play other instances each iteration);
-- else a hint the policy writes from the code (the paper's default), one batched call for all.
+- else a hint the policy writes from the code (the paper's default), one batched call for all;
+  when that call fails (``PolicyError``) those environments are played without a hint and the
+  outcome says why, so a failing policy costs the regret signal, not the run.
 
 Leak check: the hint must not contain the solution. solution() runs in the sandbox on the seeds
 that will be played; the answers are a single-string solution and the boxed or ``<answer>``
@@ -27,7 +29,7 @@ from typing import Any
 
 from spadework.env.actions import extract_boxed, parse_answer, strip_thinking
 from spadework.env.probe import FORMATTED, mentions
-from spadework.errors import EnvError
+from spadework.errors import EnvError, PolicyError
 from spadework.seeding import derive_seed, episode_seed
 from spadework.types import EnvSource
 
@@ -70,6 +72,11 @@ class HintReport:
     @property
     def leaked(self) -> int:
         return sum(o.leaked for o in self.outcomes)
+
+    @property
+    def sources(self) -> dict[str, int]:
+        """How many hints came from each source (:data:`SOURCES`)."""
+        return {s: n for s in SOURCES if (n := sum(o.source == s for o in self.outcomes))}
 
 
 def build_hint_prompt(code: str, setting: str = "games") -> list[dict[str, str]]:
@@ -214,8 +221,14 @@ def write_hints(policy: Any, envs: Sequence[EnvSource], *, sandbox: Any, archive
     if todo:
         params = SamplingParams(temperature=temperature, top_p=0.95, max_tokens=max_tokens,
                                 seed=derive_seed(run_seed, iteration, "hints"))
-        replies = policy.chat([Conversation(messages=tuple(build_hint_prompt(e.code, e.setting)))
-                               for e in todo], params)
+        try:
+            replies = policy.chat([Conversation(messages=tuple(build_hint_prompt(e.code, e.setting)))
+                                   for e in todo], params)
+        except PolicyError as e:
+            replies = []
+            for env in todo:
+                outcomes[env.env_id] = HintOutcome(env.env_id, None, "none",
+                                                   f"the policy failed to write a hint: {e.reason}")
         for env, c in zip(todo, replies):
             hint = parse_hint(c.text)
             if hint is None:
@@ -232,12 +245,3 @@ def _checked(env_id: str, hint: str, source: str, probe: _Probe) -> HintOutcome:
     if why is not None:
         return HintOutcome(env_id, None, source, f"{why}: played without a hint", leaked=True)
     return HintOutcome(env_id, hint, source)
-
-
-def hints_for(policy: Any, envs: Sequence[EnvSource], *, sandbox: Any, archive: Any, run_seed: int,
-              **kw: Any) -> dict[str, str | None]:
-    """env_id -> the hint the hinted arm gets: a checked policy-written (or archived) hint for
-    envs without their own hint(), None for envs with one (the rollout asks hint() per instance)
-    and for envs whose hint leaked or could not be written. Keyword arguments as
-    :func:`write_hints`, which also says why and counts leaks."""
-    return write_hints(policy, envs, sandbox=sandbox, archive=archive, run_seed=run_seed, **kw).hints

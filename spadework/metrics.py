@@ -100,25 +100,6 @@ def funnel(outcomes: Iterable[str]) -> dict[str, int]:
     return {**dict(sorted(c.items())), "total": sum(c.values())}
 
 
-def format_share(episode: Episode, setting: str) -> float:
-    """The share of an episode's replies that held a well-formed action (0 for no replies).
-
-    Well-formed is what the host's parser accepts (``spadework.env.actions.parse_action``): a
-    ``\\boxed{}`` in games, a tool call or an answer in tool use. It says nothing about whether
-    the move was legal or good; it is what a model too small to win can still learn first.
-
-    >>> from spadework.types import Turn
-    >>> t = lambda text: Turn((1,), (2,), (-0.1,), text, "", "", 0.0, "stop", None)
-    >>> format_share(Episode("e", "no_hint", 0, 0, (t("\\\\boxed{3}"), t("hm")), (0.0,), True, False, "completed"), "games")
-    0.5
-    """
-    from spadework.env.actions import parse_action
-
-    if not episode.turns:
-        return 0.0
-    return sum(1 for t in episode.turns if parse_action(t.text, setting).ok) / len(episode.turns)
-
-
 def output_tokens(episodes: Iterable[Episode]) -> int:
     """Tokens the policy generated in these episodes."""
     return sum(len(t.output_ids) for e in episodes for t in e.turns)

@@ -1,44 +1,88 @@
-"""The run's progress display: the stage and its counts, through rich.
+"""Progress of a run: the :class:`Progress` protocol the loop reports to, and the terminal display.
 
-Each stage prints one line with the seconds since the start; counts ("3/8 episodes") print when
-they pass another tenth of their total, so a log stays short on a terminal and in CI alike.
+The loop reports numbers, never text to parse back: ``stage(name, note)`` when a stage starts (or
+is skipped after a restart) and ``advance(name, done, total)`` as its units (design attempts,
+episodes) finish. :class:`StageDisplay` shows them through rich: on a terminal, one progress bar
+per stage with its count, rate and elapsed time; elsewhere (CI logs, files), one line per stage
+and one each time a count passes another tenth of its total, so a log stays short.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
+
+
+class Progress(Protocol):
+    """Where a run reports what it is doing."""
+
+    def stage(self, name: str, note: str) -> None:
+        """Stage ``name`` starts (``note`` says what it works on), or is skipped (and why)."""
+
+    def advance(self, name: str, done: int, total: int) -> None:
+        """``done`` of ``total`` units of stage ``name`` are finished."""
+
+
+class Silent:
+    """A :class:`Progress` that shows nothing (library use, tests)."""
+
+    def stage(self, name: str, note: str) -> None:
+        pass
+
+    def advance(self, name: str, done: int, total: int) -> None:
+        pass
 
 
 class StageDisplay:
-    """``show(stage, text)`` for :func:`spadework.loop.run`."""
+    """A :class:`Progress` on a rich console; close it (or use ``with``) to stop the bars."""
 
     def __init__(self, console: Any = None) -> None:
         from rich.console import Console
 
         self.console = console or Console(highlight=False)
         self.t0 = time.monotonic()
-        self._last: tuple[str, int] = ("", -1)
+        self._bars: Any = None
+        self._tasks: dict[str, Any] = {}
+        self._tenth: dict[str, int] = {}
+        if self.console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    def __call__(self, stage: str, text: str) -> None:
-        done, total = _counts(text)
-        if done is not None and total:
-            tenth = done * 10 // total
-            if (stage, tenth) == self._last and done != total:
-                return
-            self._last = (stage, tenth)
+            self._bars = Progress(TextColumn("[bold]{task.description:>7}"), BarColumn(),
+                                  MofNCompleteColumn(), TimeElapsedColumn(), console=self.console,
+                                  transient=True)
+            self._bars.start()
+
+    def stage(self, name: str, note: str) -> None:
+        self._tenth.pop(name, None)
+        if self._bars is not None and name in self._tasks:
+            self._bars.remove_task(self._tasks.pop(name))
+        self._line(name, note)
+
+    def advance(self, name: str, done: int, total: int) -> None:
+        if self._bars is not None:
+            if name not in self._tasks:
+                self._tasks[name] = self._bars.add_task(name, total=total)
+            self._bars.update(self._tasks[name], completed=done, total=total)
+            if done >= total:
+                self._bars.remove_task(self._tasks.pop(name))
+                self._line(name, f"{done}/{total} done")
+            return
+        tenth = done * 10 // max(total, 1)  # 10 only once all are done
+        if self._tenth.get(name) != tenth:
+            self._tenth[name] = tenth
+            self._line(name, f"{done}/{total}")
+
+    def _line(self, name: str, text: str) -> None:
         elapsed = time.monotonic() - self.t0
-        self.console.print(f"[dim]{elapsed:7.1f}s[/dim] [bold]{stage:>7}[/bold]  {text}")
+        self.console.print(f"[dim]{elapsed:7.1f}s[/dim] [bold]{name:>7}[/bold]  {text}")
 
+    def close(self) -> None:
+        if self._bars is not None:
+            self._bars.stop()
+            self._bars = None
 
-def _counts(text: str) -> tuple[int | None, int | None]:
-    """``"3/8 episodes"`` -> (3, 8); anything else -> (None, None).
+    def __enter__(self) -> StageDisplay:
+        return self
 
-    >>> _counts("3/8 episodes"), _counts("iteration 2")
-    ((3, 8), (None, None))
-    """
-    head = text.split(" ", 1)[0]
-    a, sep, b = head.partition("/")
-    if sep and a.isdigit() and b.isdigit():
-        return int(a), int(b)
-    return None, None
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -261,7 +261,7 @@ def _advance(live: _Live, completion, cfg: PlayConfig, tool_role: str, sampling:
         prompt_ids=tuple(completion.prompt_ids), output_ids=tuple(completion.output_ids),
         logprobs=tuple(completion.logprobs), text=completion.text, action=action,
         observation=obs, reward=reward, finish_reason=completion.finish_reason,
-        sampling=sampling,
+        sampling=sampling, parsed=parsed.ok,
     ))
     live.rewards.append(reward)
     live.terminated, live.truncated = bool(terminated), bool(truncated)

@@ -106,7 +106,9 @@ class Turn:
     """One assistant turn: exactly what was sampled (for the learner) and what the env answered.
 
     ``sampling`` is how the reply was drawn (None only for turns archived before it was
-    recorded: the learner cannot score those and leaves them out).
+    recorded: the learner cannot score those and leaves them out). ``parsed`` is whether the host
+    parsed a well-formed action from the reply (a ``\\boxed{}`` in games, a tool call or an answer
+    in tool use), recorded by the rollout that parsed it.
     """
 
     prompt_ids: tuple[int, ...]
@@ -118,6 +120,7 @@ class Turn:
     reward: float
     finish_reason: str
     sampling: Sampling | None
+    parsed: bool
 
 
 @dataclass(frozen=True)
@@ -139,3 +142,17 @@ class Episode:
     status: str
     error: str = ""
     seconds: float = 0.0
+
+    @property
+    def format_share(self) -> float:
+        """The share of the episode's replies that held a well-formed action (``Turn.parsed``;
+        0 for no replies). It says nothing about whether a move was legal or good; it is what a
+        model too small to win can still learn first.
+
+        >>> t = lambda ok: Turn((1,), (2,), (-0.1,), "", "", "", 0.0, "stop", None, ok)
+        >>> Episode("e", "no_hint", 0, 0, (t(True), t(False)), (0.0,), True, False, "completed").format_share
+        0.5
+        """
+        if not self.turns:
+            return 0.0
+        return sum(1 for t in self.turns if t.parsed) / len(self.turns)

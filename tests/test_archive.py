@@ -52,7 +52,8 @@ def turn(i: int, n: int = 3) -> Turn:
     return Turn(prompt_ids=tuple(range(i, i + 50)), output_ids=tuple(range(n)),
                 logprobs=tuple(-0.1 * (j + 1) / 3 for j in range(n)), text=f"reply {i} ✓",
                 action=f"\\boxed{{{i}}}", observation=f"obs {i}", reward=0.1 * i,
-                finish_reason="stop", sampling=Sampling(0.7, 0.95, 20) if i % 2 else None)
+                finish_reason="stop", sampling=Sampling(0.7, 0.95, 20) if i % 2 else None,
+                parsed=bool(i % 2))
 
 
 def episode(env_id: str, arm: str = "hint", play: int = 0, turns: int = 2, win: bool = True) -> Episode:
@@ -192,6 +193,30 @@ def test_failed_migration_leaves_the_v1_file_as_it_was(tmp_path: Path) -> None:
         assert c.execute("PRAGMA user_version").fetchone()[0] == 1
         cols = [r[1] for r in c.execute("PRAGMA table_info(envs)")]
         assert "failed_stage" not in cols
+
+
+def test_v2_turns_get_parsed_backfilled_and_no_sampling_record(tmp_path: Path) -> None:
+    """Schema v3 records how samples were drawn and whether replies parsed: a v2 archive's turns
+    get ``parsed`` from their stored text and no sampling record (the learner then skips them)."""
+    from spadework.types import env_id_of
+
+    code = code_of("GameEnv")
+    p = tmp_path / "a.sqlite"
+    conn = sqlite3.connect(p, isolation_level=None)
+    migrate(conn, str(p), target=2)
+    conn.execute("INSERT INTO envs (env_id, code, class_name, setting, skill, origin, iteration, "
+                 "status, created_at) VALUES (?, ?, 'GameEnv', 'games', 's', 'designed', 0, "
+                 "'accepted', 1.0)", (env_id_of(code), code))
+    conn.execute("INSERT INTO episodes VALUES (0, ?, 'no_hint', 0, 7, NULL, 1, 0, 'completed', '', "
+                 "0.5, 2)", (env_id_of(code),))
+    for i, text in enumerate(["I move \\boxed{3}", "no move"]):
+        conn.execute("INSERT INTO turns VALUES (0, ?, 'no_hint', 0, ?, 0, NULL, NULL, NULL, ?, '', "
+                     "'', 0.0, 'stop')", (env_id_of(code), i, text))
+    conn.close()
+    with Archive.open(p) as a:
+        (ep,) = a.episodes()
+        assert [t.parsed for t in ep.turns] == [True, False]
+        assert [t.sampling for t in ep.turns] == [None, None]
 
 
 # round trips ----------------------------------------------------------------------------------------

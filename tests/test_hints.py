@@ -9,7 +9,8 @@ from design_support import GOOD_CODE, ScriptedPolicy, start_sandbox
 from starters import starter_records
 
 from spadework.archive import Archive, EnvRecord
-from spadework.hints import build_hint_prompt, hints_for, parse_hint, solution_answers, write_hints
+from spadework.errors import PolicyError
+from spadework.hints import build_hint_prompt, parse_hint, solution_answers, write_hints
 from spadework.library import starter_envs
 from spadework.seeding import episode_seed
 from spadework.types import EnvSource
@@ -84,19 +85,19 @@ def test_leak_check_uses_the_seeds_passed_in(sb, archive):
     answer = answer_for(sb, 11)
     assert answer not in (answer_for(sb, 12), answer_for(sb, 13))  # the seeds' answers differ
     hint = f"Think of {answer}."
-    kept = hints_for(ScriptedPolicy([[hint]]), [CHAIN], sandbox=sb, archive=archive, run_seed=0,
-                     seeds={CHAIN.env_id: [12, 13]})
+    kept = write_hints(ScriptedPolicy([[hint]]), [CHAIN], sandbox=sb, archive=archive, run_seed=0,
+                       seeds={CHAIN.env_id: [12, 13]}).hints
     assert kept == {CHAIN.env_id: hint}
     archive.set_hint(CHAIN.env_id, "")  # forget it, so the policy is asked again
-    dropped = hints_for(ScriptedPolicy([[hint]]), [CHAIN], sandbox=sb, archive=archive, run_seed=0,
-                        seeds={CHAIN.env_id: [11]})
+    dropped = write_hints(ScriptedPolicy([[hint]]), [CHAIN], sandbox=sb, archive=archive,
+                          run_seed=0, seeds={CHAIN.env_id: [11]}).hints
     assert dropped == {CHAIN.env_id: None}
 
 
 def test_answers_printed_in_the_observation_are_public(sb, archive):
     env = EnvSource(PUBLIC, "ColourEnv", "games", "logical deduction")
     hint = "Crimson and azure are equally likely; there is no clue, so just commit."
-    out = hints_for(ScriptedPolicy([[hint]]), [env], sandbox=sb, archive=archive, run_seed=0)
+    out = write_hints(ScriptedPolicy([[hint]]), [env], sandbox=sb, archive=archive, run_seed=0).hints
     assert out == {env.env_id: hint}
 
 
@@ -138,3 +139,14 @@ def test_archived_hint_is_checked_again_on_the_seeds_played(sb, archive):
                          seeds={CHAIN.env_id: [21]})
     assert report.outcomes[0].source == "archive" and report.hints == {CHAIN.env_id: None}
     assert report.leaked == 1
+
+
+def test_a_failing_policy_leaves_the_env_without_a_hint_and_says_why(sb, archive):
+    class Failing(ScriptedPolicy):
+        def chat(self, conversations, params):
+            raise PolicyError("the server went away")
+
+    report = write_hints(Failing([]), [CHAIN], sandbox=sb, archive=archive, run_seed=0, plays=2)
+    (o,) = report.outcomes
+    assert (o.hint, o.source) == (None, "none") and "the server went away" in o.reason
+    assert report.sources == {"none": 1}

@@ -170,13 +170,18 @@ def test_training_run_checkpoints_and_resumes_with_the_default_model(tmp_path):
     """Both roles train (designer samples credited by their env's plays), the learner's
     checkpoint is kept, and a resumed run restores it and trains on."""
     from spadework.policy.hf import load_hf_policy
+    from spadework.train import Learner
+
+    def model_and_learner():
+        policy = load_hf_policy(None)
+        return {"policy": policy, "learner": Learner(policy, cfg.learner)}
 
     cfg = override(preset("smoke"), {
         "iterations": 1, "train": True, "plays": 2, "checkpoint_every": 1,
         "play": {"max_turns": 2, "max_tokens": 24},
         "curriculum": {"pool_size": 2, "designs_per_regen": 1, "regen_interval": 1},
         "design": {"max_tokens": 64}})
-    out = run(cfg, tmp_path, policy=load_hf_policy(None))
+    out = run(cfg, tmp_path, **model_and_learner())
     train = out[0].values["train"]
     assert train["designer_samples"] == 1 and train["agent_samples"] > 0
     # a step when some group's plays differ; otherwise the loop says why it skipped
@@ -190,7 +195,7 @@ def test_training_run_checkpoints_and_resumes_with_the_default_model(tmp_path):
     assert (tmp_path / "checkpoints" / "iter_0000" / "learner.json").exists()
     with Archive.open(archive_path(tmp_path)) as a:
         assert all(x.trained_iteration == 0 for x in a.attempts())
-    out = run(override(cfg, {"iterations": 2}), tmp_path, resume=True, policy=load_hf_policy(None))
+    out = run(override(cfg, {"iterations": 2}), tmp_path, resume=True, **model_and_learner())
     assert [m.iteration for m in out] == [1]
     assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text())["iteration"] == 1
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2

@@ -139,18 +139,17 @@ def test_a_kill_inside_the_design_stage_leaves_no_trace(tmp_path, uninterrupted,
     from spadework.config import override, preset
 
     cfg = override(preset("smoke"), {"iterations": 2, "train": False})
-    real_commit = loop._commit
+    real_design = loop._STAGE_FUNCTIONS["design"]
 
-    def commit(ctx, iteration, stage, figures, write=lambda a: None):
-        if stage == "design":
-            assert ctx.archive.attempts()  # the designer's round is in, uncommitted
-            raise _Killed
-        real_commit(ctx, iteration, stage, figures, write)
+    def design_then_killed(ctx, it):
+        real_design(ctx, it)
+        assert ctx.archive.attempts()  # the designer's round is in, uncommitted
+        raise _Killed
 
-    monkeypatch.setattr(loop, "_commit", commit)
+    monkeypatch.setitem(loop._STAGE_FUNCTIONS, "design", design_then_killed)
     with pytest.raises(_Killed):
         loop.run(cfg, tmp_path, policy=slow_policy_factory())
-    monkeypatch.setattr(loop, "_commit", real_commit)
+    monkeypatch.setitem(loop._STAGE_FUNCTIONS, "design", real_design)
     with Archive.open(archive_path(tmp_path)) as a:
         assert a.attempts() == [] and a.load_state("progress") is None
     loop.run(cfg, tmp_path, resume=True, policy=slow_policy_factory())

@@ -12,7 +12,7 @@ from spadework.errors import SpadeworkError
 from spadework.library import starter_env
 from spadework.rollout import PlayConfig, PlayJob, play, regret_jobs, step_timed_out, tool_role_for
 from spadework.sandbox import Limits, Sandbox
-from spadework.types import EnvSource
+from spadework.types import EnvSource, Sampling
 
 BAD = Path(__file__).parent / "fixtures" / "envs" / "bad"
 
@@ -66,7 +66,16 @@ def test_thinking_is_stripped_before_parsing(sb):
     policy = ScriptedPolicy(lambda c, t: f"<think>maybe {wrong}</think> I answer {replies[0]}")
     ep, = play(policy, sb, [PlayJob(env, 11, "no_hint", 0)], PlayConfig(max_turns=3))
     assert ep.status == "completed" and ep.rewards == (1.0,)
-    assert ep.turns[0].action == replies[0]
+    assert ep.turns[0].action == replies[0] and ep.turns[0].parsed
+
+
+def test_each_turn_records_whether_its_reply_parsed_and_how_it_was_sampled(sb):
+    env = starter_env("mastermind")
+    replies = iter(["no move here", "\\boxed{1 2 3 4}", "<think>\\boxed{1}"])
+    cfg = PlayConfig(max_turns=3, temperature=0.7, top_p=0.9, top_k=7)
+    ep, = play(ScriptedPolicy(lambda c, t: next(replies)), sb, [PlayJob(env, 11, "no_hint", 0)], cfg)
+    assert [t.parsed for t in ep.turns] == [False, True, False] and ep.format_share == 1 / 3
+    assert {t.sampling for t in ep.turns} == {Sampling(0.7, 0.9, 7)}
 
 
 def _multi_call_replies(replies: list[str]) -> list[str]:
@@ -86,6 +95,7 @@ def test_tool_loop_runs_several_calls_per_turn(sb, role):
     ep, = play(policy, sb, [PlayJob(env, 5, "no_hint", 0)], cfg)
     assert ep.status == "completed" and ep.rewards[-1] == 1.0, ep.error
     assert len(ep.turns) == 2 and len(parse_tool_calls(ep.turns[0].text)) >= 2
+    assert [t.parsed for t in ep.turns] == [True, True]  # the calls, then the answer
     last = policy.calls[-1][0]
     assert last.tools and last.tools[0]["type"] == "function"  # schemas go to the template
     assert [m["role"] for m in last.messages] == ["user", "assistant", role]

@@ -35,7 +35,7 @@ EPISODE_COLUMNS = ("iteration", "env_id", "arm", "play_index", "seed", "rewards"
 
 TURN_COLUMNS = ("iteration", "env_id", "arm", "play_index", "turn_index", "prompt_shared", "prompt_ids",
                 "output_ids", "logprobs", "text", "action", "observation", "reward",
-                "finish_reason", "temperature", "top_p", "top_k")
+                "finish_reason", "temperature", "top_p", "top_k", "parsed")
 
 
 def sampling_columns(s: Sampling | None) -> tuple:
@@ -134,7 +134,7 @@ def episode_rows(iteration: int, ep: Episode) -> tuple[tuple, list[tuple]]:
         k = shared_prefix(prev, t.prompt_ids)
         turns.append((*key, i, k, pack_ints(t.prompt_ids[k:]), pack_ints(t.output_ids),
                       pack_floats(t.logprobs), t.text, t.action, t.observation, float(t.reward),
-                      t.finish_reason, *sampling_columns(t.sampling)))
+                      t.finish_reason, *sampling_columns(t.sampling), int(t.parsed)))
         prev = t.prompt_ids
     return head, turns
 
@@ -149,7 +149,7 @@ def turn_from_row(row: sqlite3.Row, prev_prompt: tuple[int, ...]) -> Turn:
                 output_ids=unpack_ints(row["output_ids"]), logprobs=unpack_floats(row["logprobs"]),
                 text=row["text"], action=row["action"], observation=row["observation"],
                 reward=row["reward"], finish_reason=row["finish_reason"],
-                sampling=sampling_from(row))
+                sampling=sampling_from(row), parsed=bool(row["parsed"]))
 
 
 def episode_from_rows(head: sqlite3.Row, turns: Sequence[sqlite3.Row]) -> Episode:

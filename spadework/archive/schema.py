@@ -19,7 +19,9 @@ Versions:
    report), so listings and memory queries filter without parsing JSON per row; an index on
    (skill, status); the ``env_stats`` view (totals plus the latest iteration's rates).
 3. how each sample was drawn: ``temperature``, ``top_p`` and ``top_k`` on ``turns`` and
-   ``attempts`` (NULL for rows written before: the learner cannot score those and skips them).
+   ``attempts`` (NULL for rows written before: the learner cannot score those and skips them);
+   ``turns.parsed``, whether the host parsed a well-formed action from the reply, backfilled by
+   parsing the stored replies once.
 """
 
 from __future__ import annotations
@@ -181,9 +183,16 @@ def _step_2(conn: sqlite3.Connection) -> None:
 
 
 def _step_3(conn: sqlite3.Connection) -> None:
+    from spadework.env.actions import parse_action
+
     for table in ("turns", "attempts"):
         for column, kind in (("temperature", "REAL"), ("top_p", "REAL"), ("top_k", "INTEGER")):
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    conn.execute("ALTER TABLE turns ADD COLUMN parsed INTEGER NOT NULL DEFAULT 0")
+    rows = conn.execute("SELECT t.rowid, t.text, e.setting FROM turns AS t "
+                        "JOIN envs AS e ON e.env_id = t.env_id").fetchall()
+    conn.executemany("UPDATE turns SET parsed = ? WHERE rowid = ?",
+                     [(int(parse_action(text, setting).ok), rowid) for rowid, text, setting in rows])
 
 
 #: ``STEPS[i]`` upgrades version ``i`` to ``i + 1``.

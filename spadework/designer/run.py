@@ -122,10 +122,11 @@ def design_environments(
     skills: Sequence[Skill],
     cfg: DesignConfig,
     check_config: CheckConfig,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[DesignResult]:
     """Fill ``n`` design slots (see the module docstring). Returns one :class:`DesignResult` per
-    slot, in slot order.
+    slot, in slot order. ``progress(done, total)`` is called as attempts are judged (``total``:
+    the most attempts the call may make; it reaches ``total`` when the call ends).
 
     ``check_config`` must carry the turn limit the environments will be played with
     (``RunConfig.check``): an environment that needs more turns than play allows cannot be won.
@@ -176,18 +177,20 @@ class DesignRun:
 
     def __init__(self, policy: Any, sandbox: Any, archive: Any, corpus: Any, *, iteration: int,
                  run_seed: int, cfg: DesignConfig, check_config: CheckConfig,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[int, int], None] | None = None) -> None:
         from spadework.env.novelty import NoveltyIndex
 
         self.policy, self.sandbox, self.archive, self.corpus = policy, sandbox, archive, corpus
         self.iteration, self.run_seed, self.cfg = iteration, run_seed, cfg
         self.check_config = check_config
-        self.progress = progress or (lambda _msg: None)
+        self.progress = progress or (lambda done, total: None)
+        self.done, self.total = 0, 0
         self.index = NoveltyIndex(archive.env_codes("accepted"), k=self.check_config.shingle_size)
         self._memory: dict[str, tuple[list[MemoryExample], list, tuple[str, ...]]] = {}
 
     def run(self, slot_skills: Sequence[Skill]) -> list[DesignResult]:
         slots = [self._plan(i, skill) for i, skill in enumerate(slot_skills)]
+        self.total = len(slots) * self.cfg.attempts_per_slot * (1 + self.cfg.repair_turns)
         for r in range(self.cfg.attempts_per_slot):
             open_slots = [s for s in slots if s.env is None]
             if not open_slots:
@@ -200,6 +203,7 @@ class DesignRun:
                 reqs = [_Request(req.slot, tuple(repair_messages(req.messages, text, j.outcome, j.reason)),
                                  req.doc_id, req.doc_excerpt, req.memory_ids) for req, text, j in failed]
                 done = self._call(reqs, (r, turn))
+        self.progress(self.total, self.total)
         return [s.result() for s in slots]
 
     def _plan(self, slot: int, skill: Skill) -> _Slot:
@@ -260,7 +264,8 @@ class DesignRun:
             attempts.append(self._attempt(req, c, j, params.record))
             req.slot.attempts.append(attempts[-1])
             done.append((req, c.text, j))
-            self.progress(f"slot {req.slot.slot} attempt {attempts[-1].attempt}: {j.outcome}")
+            self.done += 1
+            self.progress(self.done, self.total)
         self._store(envs, attempts)
         return done
 

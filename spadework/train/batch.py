@@ -16,8 +16,8 @@ failed or was too slow) or ``policy_error`` are left out of both the groups and 
 say nothing about the agent's play.
 
 With ``format_weight > 0`` the returns that are z-scored are ``shaped_return(return,
-format_share, format_weight)`` (``spadework.reward``): a small bonus for replies the host could
-parse, for models too small to win at first; the win rate and regret never see it.
+episode.format_share, format_weight)`` (``spadework.reward``): a small bonus for replies the
+host parsed, for models too small to win at first; the win rate and regret never see it.
 
 Designer samples and their advantages are built by :mod:`spadework.designer.credit`, the home
 of every designer crediting rule.
@@ -112,13 +112,12 @@ def trainable_reason(prompt_ids: Sequence[int], output_ids: Sequence[int],
 
 
 def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hint",),
-                   eps: float = 1e-8, format_weight: float = 0.0,
-                   setting: str = "games") -> Assembly:
+                   eps: float = 1e-8, format_weight: float = 0.0) -> Assembly:
     """Agent samples with per-(env, arm) z-scored returns; see the module docstring.
 
     >>> from spadework.types import Turn
     >>> def ep(i, r):
-    ...     t = Turn((1, 2), (5, 6), (-0.1, -0.2), "", "", "", r, "stop", Sampling(0.7))
+    ...     t = Turn((1, 2), (5, 6), (-0.1, -0.2), "", "", "", r, "stop", Sampling(0.7), True)
     ...     return Episode("e", "no_hint", i, i, (t,), (r,), True, False, "completed")
     >>> a = agent_assembly([ep(0, 1.0), ep(1, 0.0), ep(2, 0.0), ep(3, 1.0)])
     >>> [round(s.advantage, 6) for s in a.samples]
@@ -140,9 +139,7 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
     for (env_id, arm), members in groups.items():
         returns = [episode_return(e.rewards, e.terminated) for e in members]
         if format_weight:
-            from spadework.metrics import format_share
-
-            returns = [shaped_return(r, format_share(e, setting), format_weight)
+            returns = [shaped_return(r, e.format_share, format_weight)
                        for r, e in zip(returns, members, strict=True)]
         for e, adv in zip(members, group_zscore(returns, eps), strict=True):
             for t_index, t in enumerate(e.turns):

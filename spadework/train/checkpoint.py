@@ -13,6 +13,15 @@ Load restores into a learner built with the same adapter shape (``lora``, ``lora
 ``lora_alpha``, ``target_modules``); other settings (lr, clip, ...) may change between runs.
 Everything is read with ``weights_only=True``: a checkpoint is data, never code. The run loop owns
 the rest of a run's state (curriculum, designer buffer live in the archive).
+
+A run keeps its checkpoints under ``RUN_DIR/checkpoints/`` (:func:`save_rotating`)::
+
+    iter_XXXX/        one checkpoint per kept iteration (plus run.json: iteration, keep flag)
+    latest.json       {"iteration": N, "dir": "iter_XXXX"}: what a resumed run restores
+
+Each is written to a temporary folder and renamed, then ``latest.json`` is replaced atomically,
+so a kill at any moment leaves the previous latest intact; the previous latest is deleted unless
+it was one to keep.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -27,6 +37,7 @@ from typing import Any
 from spadework.errors import ArchiveError, ConfigError
 
 MARKER = "learner.json"
+LATEST = "latest.json"
 #: Config fields that fix the shape of the trainable parameters.
 SHAPE_FIELDS = ("lora", "lora_r", "lora_alpha", "target_modules")
 
@@ -126,3 +137,44 @@ def _atomic(path: Path, write: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     write(tmp)
     os.replace(tmp, path)
+
+
+def save_rotating(learner: Any, root: Path, iteration: int, *, keep: bool,
+                  extra: dict[str, Any] | None = None) -> Path:
+    """Save ``learner`` (``learner.save(folder)``) as ``root/iter_XXXX`` and make it the latest
+    (see the module docstring); ``extra`` goes into its ``run.json``. Returns the folder."""
+    final = root / f"iter_{iteration:04d}"
+    tmp = root / f".tmp-iter_{iteration:04d}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    learner.save(tmp)
+    (tmp / "run.json").write_text(json.dumps({"iteration": iteration, "keep": keep, **(extra or {})}))
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    old = latest_checkpoint(root)
+    _atomic(root / LATEST, lambda p: p.write_text(json.dumps({"iteration": iteration,
+                                                               "dir": final.name})))
+    if old is not None and old[1] != final:
+        meta = old[1] / "run.json"
+        if meta.exists() and not json.loads(meta.read_text()).get("keep"):
+            shutil.rmtree(old[1], ignore_errors=True)
+    return final
+
+
+def latest_checkpoint(root: Path) -> tuple[int, Path] | None:
+    """(iteration, folder) of the latest rotating checkpoint under ``root``, or None."""
+    pointer = root / LATEST
+    if not pointer.exists():
+        return None
+    try:
+        latest = json.loads(pointer.read_text())
+        return int(latest["iteration"]), root / str(latest["dir"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise ArchiveError(f"{pointer} is corrupt ({e}); remove it to start training afresh") from e
+
+
+def checkpoint_meta(root: Path) -> dict[str, Any]:
+    """The ``run.json`` of the latest rotating checkpoint under ``root`` (empty when none)."""
+    found = latest_checkpoint(root)
+    if found is None or not (found[1] / "run.json").is_file():
+        return {}
+    return json.loads((found[1] / "run.json").read_text())

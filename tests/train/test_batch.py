@@ -14,7 +14,7 @@ T = Sampling(0.7, 0.95, 20)
 
 
 def turn(out=(5, 6), lps=(-0.1, -0.2)):
-    return Turn((1, 2, 3), tuple(out), tuple(lps), "t", "a", "o", 0.0, "stop", T)
+    return Turn((1, 2, 3), tuple(out), tuple(lps), "t", "a", "o", 0.0, "stop", T, True)
 
 
 def episode(env, arm, i, ret, *, turns=2, status="completed", terminated=True):
@@ -74,26 +74,23 @@ def test_sample_rejects_what_cannot_be_trained():
 
 
 def test_format_weight_separates_equal_returns_by_well_formed_replies():
-    def ep(i, texts, ret=0.0):
-        turns = tuple(Turn((1, 2), (5,), (-0.1,), t, "", "", 0.0, "stop", T) for t in texts)
+    def ep(i, parsed, ret=0.0):
+        turns = tuple(Turn((1, 2), (5,), (-0.1,), "", "", "", 0.0, "stop", T, ok) for ok in parsed)
         return Episode("a", "no_hint", i, i, turns, (ret,), True, False, "completed")
 
-    eps = [ep(0, ["\\boxed{1}", "\\boxed{2}"]), ep(1, ["\\boxed{1}", "no box"]), ep(2, ["x", "y"])]
+    eps = [ep(0, [True, True]), ep(1, [True, False]), ep(2, [False, False])]
     assert {s.advantage for s in agent_assembly(eps).samples} == {0.0}  # unshaped: all lost
     shaped = agent_assembly(eps, format_weight=0.2)
     by_play = {s.key[2]: s.advantage for s in shaped.samples}
     assert by_play[0] > 0 > by_play[2] and by_play[1] == pytest.approx(0.0, abs=1e-6)
     # a win still outranks perfect formatting
-    mixed = agent_assembly([ep(0, ["\\boxed{1}"] * 2), ep(1, ["x", "y"], ret=1.0)], format_weight=0.2)
+    mixed = agent_assembly([ep(0, [True, True]), ep(1, [False, False], ret=1.0)], format_weight=0.2)
     assert [round(s.advantage, 6) for s in mixed.samples] == [-1.0, -1.0, 1.0, 1.0]
-    tool = agent_assembly([ep(0, ['<tool_call>{"name": "ls", "arguments": {}}</tool_call>']),
-                           ep(1, ["\\boxed{1}"])], format_weight=0.2, setting="tool-use")
-    assert [round(s.advantage, 6) for s in tool.samples] == [1.0, -1.0]
 
 
 def test_turns_without_a_sampling_record_are_dropped():
     """Archived before sampling was recorded: the learner cannot score them as drawn."""
-    old = Turn((1, 2, 3), (5, 6), (-0.1, -0.2), "t", "a", "o", 0.0, "stop", None)
+    old = Turn((1, 2, 3), (5, 6), (-0.1, -0.2), "t", "a", "o", 0.0, "stop", None, True)
     eps = [Episode("a", "no_hint", i, i, (old, turn()), (float(i % 2),), True, False, "completed")
            for i in range(2)]
     got = agent_assembly(eps)
