@@ -25,6 +25,7 @@ the pool (after it is chosen), not for every design, because only played environ
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -141,6 +142,7 @@ class _Iteration:
     figures: dict[str, Any]
     archive: Archive
     _episodes: list[Episode] | None = None
+    _envs: tuple[tuple[str, ...], list[EnvSource]] | None = None
 
     def episodes(self) -> list[Episode]:
         if self._episodes is None:
@@ -148,13 +150,16 @@ class _Iteration:
         return self._episodes
 
     def envs(self) -> list[EnvSource]:
-        out = []
-        for env_id in self.plan.pool:
-            rec = self.archive.get_env(env_id)
-            if rec is None:
-                raise ConfigError(f"pool names environment {env_id[:12]} which is not in the archive")
-            out.append(EnvSource(rec.code, rec.class_name, rec.setting, rec.skill, rec.name))
-        return out
+        """The pool's environments (read once per pool)."""
+        if self._envs is None or self._envs[0] != self.plan.pool:
+            out = []
+            for env_id in self.plan.pool:
+                rec = self.archive.get_env(env_id)
+                if rec is None:
+                    raise ConfigError(f"pool names environment {env_id[:12]} which is not in the archive")
+                out.append(EnvSource(rec.code, rec.class_name, rec.setting, rec.skill, rec.name))
+            self._envs = (self.plan.pool, out)
+        return self._envs[1]
 
 
 # -- stages --------------------------------------------------------------------------------------
@@ -247,16 +252,8 @@ def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
             arch.set_attempt_reward(key, r)
         arch.save_state("learning_potential", lps)
 
-    rates = [o.win_rate for o in outcomes]
-    return StageResult({
-        "envs": len(outcomes), "win_rate_histogram": M.histogram(rates),
-        "band_share": M.band_share(rates, rc.lo, rc.hi),
-        "mean_regret": M.stats([o.regret for o in outcomes])["mean"],
-        "designer_reward": M.stats([r for _, r in credits]), "designer_credited": len(credits),
-        "step_timeouts": sum(o.step_timeout for o in outcomes),
-        "per_env": {o.env_id[:12]: {"win_rate": o.win_rate, "regret": o.regret,
-                                    "reward": rewards[o.env_id]} for o in outcomes},
-    }, it.plan, write)
+    figures = M.reward_figures(outcomes, rewards, [r for _, r in credits], lo=rc.lo, hi=rc.hi)
+    return StageResult(figures, it.plan, write)
 
 
 def _train(ctx: RunContext, it: _Iteration) -> StageResult:
@@ -293,7 +290,7 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
 
 
 def _store(ctx: RunContext, it: _Iteration) -> StageResult:
-    values = _summary(ctx, it)
+    values = M.iteration_summary(it.figures, it.episodes(), preset=ctx.cfg.preset, stages=STAGES[:-1])
     return StageResult({}, it.plan, lambda arch: arch.record_iteration(it.i, values))
 
 
@@ -301,38 +298,6 @@ _STAGE_FUNCTIONS: dict[str, Callable[[RunContext, _Iteration], StageResult]] = {
     "design": _design, "pool": _pool, "hints": _hints, "play": _play, "reward": _reward,
     "train": _train, "store": _store,
 }
-
-
-def _summary(ctx: RunContext, it: _Iteration) -> dict[str, Any]:
-    """The iteration's metrics line from the per-stage figures stored as the stages committed."""
-    from spadework.reward import episode_return
-
-    figures, episodes = it.figures, it.episodes()
-
-    def mean(values: list[float]) -> float | None:
-        return M.stats(values)["mean"]
-
-    def ret(arm: str) -> float | None:
-        return mean([episode_return(e.rewards, e.terminated) for e in episodes if e.arm == arm])
-
-    design, play_f, rew = figures.get("design", {}), figures.get("play", {}), figures.get("reward", {})
-    train = figures.get("train") or {}
-    return {
-        "losses": {role: train.get(f"loss_{role}") for role in ROLES},
-        "rewards": {"agent": ret("no_hint"), "designer": (rew.get("designer_reward") or {}).get("mean")},
-        "agent_format_share": {arm: mean([e.format_share for e in episodes if e.arm == arm])
-                               for arm in ("no_hint", "hint")},
-        "preset": ctx.cfg.preset, "regenerated": design.get("regenerated", False),
-        "validity_funnel": design.get("funnel", {}), "pool": figures.get("pool", {}),
-        "hints": figures.get("hints", {}),
-        "episodes": play_f.get("episodes"), "statuses": play_f.get("statuses"),
-        "agent_return": {"no_hint": ret("no_hint"), "hint": ret("hint")},
-        "win_rate_histogram": rew.get("win_rate_histogram"), "band_share": rew.get("band_share"),
-        "mean_regret": rew.get("mean_regret"), "designer_reward": rew.get("designer_reward"),
-        "per_env": rew.get("per_env"), "train": figures.get("train"),
-        "tokens": {"design": design.get("tokens", 0), "play": play_f.get("tokens", 0)},
-        "seconds": {n: (figures.get(n) or {}).get("seconds") for n in STAGES[:-1]},
-    }
 
 
 # -- one iteration -------------------------------------------------------------------------------
@@ -416,7 +381,7 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
                 archive.save_state("config", {"preset": cfg.preset, "model": cfg.model,
                                               "run_seed": cfg.run_seed, "train": cfg.train})
             ctx = RunContext(cfg, run_dir, archive, policy, sb, learner if cfg.train else None,
-                             corpus or _once(_default_corpus), progress)
+                             corpus or functools.cache(_default_corpus), progress)
             latest = latest_checkpoint(run_dir / "checkpoints") if resume and ctx.learner else None
             if latest is not None:
                 ctx.learner.load(latest[1])
@@ -430,15 +395,3 @@ def _default_corpus() -> Corpus:
     from spadework.default_corpus import load_default_corpus
 
     return load_default_corpus()
-
-
-def _once(load: Callable[[], Corpus]) -> Callable[[], Corpus]:
-    """``load`` called on first use only (the corpus is read once per run, if ever)."""
-    cache: list[Corpus] = []
-
-    def get() -> Corpus:
-        if not cache:
-            cache.append(load())
-        return cache[0]
-
-    return get

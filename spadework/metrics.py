@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from spadework import reward
 from spadework.rollout import step_timed_out
@@ -103,3 +104,53 @@ def funnel(outcomes: Iterable[str]) -> dict[str, int]:
 def output_tokens(episodes: Iterable[Episode]) -> int:
     """Tokens the policy generated in these episodes."""
     return sum(len(t.output_ids) for e in episodes for t in e.turns)
+
+
+def reward_figures(outcomes: Sequence[EnvOutcome], env_rewards: Mapping[str, float],
+                   credited: Sequence[float], *, lo: float, hi: float) -> dict[str, Any]:
+    """The reward stage's figures: the played environments' win-rate histogram and share in the
+    band [lo, hi], mean regret, step timeouts, per environment (by id prefix) its win rate,
+    regret and design reward, and the rewards credited to designer samples (``credited``)."""
+    rates = [o.win_rate for o in outcomes]
+    return {
+        "envs": len(outcomes), "win_rate_histogram": histogram(rates),
+        "band_share": band_share(rates, lo, hi), "mean_regret": stats([o.regret for o in outcomes])["mean"],
+        "designer_reward": stats(list(credited)), "designer_credited": len(credited),
+        "step_timeouts": sum(o.step_timeout for o in outcomes),
+        "per_env": {o.env_id[:12]: {"win_rate": o.win_rate, "regret": o.regret,
+                                    "reward": env_rewards[o.env_id]} for o in outcomes},
+    }
+
+
+def iteration_summary(figures: Mapping[str, Any], episodes: Sequence[Episode], *, preset: str,
+                      stages: Sequence[str]) -> dict[str, Any]:
+    """An iteration's line of ``metrics.jsonl`` from the figures its stages stored as they
+    committed (``figures[stage]``) and its episodes: per-role losses and rewards, returns and
+    format share per arm, the design funnel, pool, hints, statuses, win rates, regret, the
+    learner's figures, tokens and seconds per stage."""
+    from spadework.train.batch import ROLES
+
+    def mean(values: list[float]) -> float | None:
+        return stats(values)["mean"]
+
+    def ret(arm: str) -> float | None:
+        return mean([reward.episode_return(e.rewards, e.terminated) for e in episodes if e.arm == arm])
+
+    design, play_f, rew = figures.get("design", {}), figures.get("play", {}), figures.get("reward", {})
+    train = figures.get("train") or {}
+    return {
+        "losses": {role: train.get(f"loss_{role}") for role in ROLES},
+        "rewards": {"agent": ret("no_hint"), "designer": (rew.get("designer_reward") or {}).get("mean")},
+        "agent_format_share": {arm: mean([e.format_share for e in episodes if e.arm == arm])
+                               for arm in ("no_hint", "hint")},
+        "preset": preset, "regenerated": design.get("regenerated", False),
+        "validity_funnel": design.get("funnel", {}), "pool": figures.get("pool", {}),
+        "hints": figures.get("hints", {}),
+        "episodes": play_f.get("episodes"), "statuses": play_f.get("statuses"),
+        "agent_return": {"no_hint": ret("no_hint"), "hint": ret("hint")},
+        "win_rate_histogram": rew.get("win_rate_histogram"), "band_share": rew.get("band_share"),
+        "mean_regret": rew.get("mean_regret"), "designer_reward": rew.get("designer_reward"),
+        "per_env": rew.get("per_env"), "train": figures.get("train"),
+        "tokens": {"design": design.get("tokens", 0), "play": play_f.get("tokens", 0)},
+        "seconds": {n: (figures.get(n) or {}).get("seconds") for n in stages},
+    }
