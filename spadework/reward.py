@@ -319,8 +319,8 @@ class LearningPotential:
     ``potential = |fast - slow|``: large while the signal is moving (the agent is learning the
     environment or skill), near 0 once it is flat. The reference's "learning_potential" reward
     was ``|mean return - slow|`` instead, which also pays for a stable but mediocre environment;
-    this class implements the real one. ``normalised_potential`` divides by
-    ``2 * (gamma_fast - gamma_slow)``, the reference tracker's scaling.
+    this class implements the real one. (The reference tracker also divided by
+    ``2 * (gamma_fast - gamma_slow)``; a constant factor that centring per skill removes.)
 
     The state is explicit and serialisable (``to_dict`` / ``from_dict``) so that a run can be
     resumed; the caller owns one instance per skill or per environment and stores it.
@@ -328,8 +328,6 @@ class LearningPotential:
     >>> lp = LearningPotential(gamma_fast=0.8, gamma_slow=0.2).update(0.25).update(0.75)
     >>> round(lp.fast, 6), round(lp.slow, 6), round(lp.potential, 6)
     (0.65, 0.35, 0.3)
-    >>> round(lp.normalised_potential, 6)
-    0.25
     >>> LearningPotential.from_dict(lp.to_dict()) == lp
     True
     """
@@ -368,11 +366,6 @@ class LearningPotential:
         if self.fast is None or self.slow is None:
             return 0.0
         return abs(self.fast - self.slow)
-
-    @property
-    def normalised_potential(self) -> float:
-        """``potential / (2 * (gamma_fast - gamma_slow))``, the reference tracker's scale."""
-        return self.potential / (2.0 * (self.gamma_fast - self.gamma_slow))
 
     def to_dict(self) -> dict[str, Any]:
         return {

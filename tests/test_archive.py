@@ -349,13 +349,12 @@ def test_bad_episodes_are_refused_before_anything_is_written(arc: Archive) -> No
 
 
 def test_iterations_and_state_round_trip(arc: Archive) -> None:
-    assert arc.last_iteration() is None and arc.load_state("curriculum") is None
+    assert arc.iterations() == [] and arc.load_state("curriculum") is None
     arc.record_iteration(0, {"reward/agent": 0.25, "designed": 4})
     arc.record_iteration(1, {"reward/agent": 0.5})
     arc.record_iteration(1, {"reward/agent": 0.75})
     assert [(r.iteration, r.metrics) for r in arc.iterations()] == [
         (0, {"designed": 4, "reward/agent": 0.25}), (1, {"reward/agent": 0.75})]
-    assert arc.last_iteration() == 1
     state = {"skills": ["optimization"], "pool": ["ab" * 32], "epoch": 3}
     arc.save_state("curriculum", state)
     assert arc.load_state("curriculum") == state
@@ -412,7 +411,7 @@ def test_a_killed_writer_leaves_committed_stages_and_nothing_else(tmp_path: Path
         proc.wait()
     with Archive.open(p) as a:
         assert [r.class_name for r in a.list_envs()] == ["DoneEnv"]
-        assert len(a.episodes()) == 1 and a.last_iteration() == 0
+        assert len(a.episodes()) == 1 and [r.iteration for r in a.iterations()] == [0]
 
 
 def test_readers_in_two_threads_are_not_blocked_by_an_open_write(tmp_path: Path) -> None:

