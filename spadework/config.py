@@ -85,17 +85,16 @@ def _smoke() -> RunConfig:
 
 def _cpu() -> RunConfig:
     """The default: real self-play training of both roles with the default model on a CPU, sized
-    for about 20 minutes on two cores, setup not counted (19.5 measured; 3 iterations of 3 environments x 2 arms
+    for about 20 minutes on two cores, setup not counted (3 iterations of 3 environments x 2 arms
     x 3 plays, 4 turns of 48 tokens; 4 designs of up to 512 tokens, 2 per skill, at iterations 0
-    and 2).
+    and 2). The README's "Measured" section has its time, memory and outcome.
 
     Shaping is on, because the 135M default model almost never wins a starter game nor writes a
-    whole environment: without it every group scores alike and no update happens (measured: 0 of
-    54 episodes won and 4 of 4 designs cut off in a 3-iteration run). The agent's advantages see a
-    bonus of 0.2 x its share of well-formed replies, and a rejected design earns -1 plus how far
-    it got (in [0, 1)), so prose < the beginnings of a module < a module that loads < an accepted
-    environment (reward in [0, 1]). Two designs per skill, because designer rewards are centred
-    per skill and a lone design's advantage is always 0.
+    whole environment: without it every group scores alike and no update happens. The agent's
+    advantages see a bonus of 0.2 x its share of well-formed replies, and a rejected design earns
+    -1 plus how far it got (in [0, 1)), so prose < the beginnings of a module < a module that
+    loads < an accepted environment (reward in [0, 1]). Two designs per skill, because designer
+    rewards are centred per skill and a lone design's advantage is always 0.
     """
     return RunConfig(
         preset="cpu", iterations=3, plays=3, train=True, checkpoint_every=1,
@@ -106,9 +105,8 @@ def _cpu() -> RunConfig:
         curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=4, skills_per_regen=2,
                                     pool_size=3),
         # LoRA on CPU for minutes, not the reference's full fine-tuning for days: 3e-4 is the
-        # rate at which the learning test goes from reward 0 to 1 in 12 updates (1e-5 barely moves).
-        # Activations of a 2,000-token designer sample take 3.5 GB in fp32: the run peaked at
-        # 10.3 GB with two per pass and no recomputation; one per pass, recomputed, 4.5 GB.
+        # rate at which the learning test goes from reward 0 to 1 in 12 updates; one long sample
+        # per pass with activations recomputed bounds memory (README, "Measured").
         learner=TrainConfig(lr=3e-4, micro_batch_size=2, micro_batch_tokens=2048,
                             gradient_checkpointing=True),
     )
