@@ -1,22 +1,32 @@
-"""A scripted Policy for tests: prepared replies, made-up token ids and logprobs.
+"""The scripted Policy of the tests: prepared replies, made-up token ids and logprobs.
 
-It is a real implementation of ``spadework.policy.base.Policy`` (batched ``chat``, one
-``Completion`` per conversation with prompt ids, output ids and one logprob per output token);
-only the text comes from a script instead of a model. Used where a real model cannot make a run
-deterministic and fast enough (rollout statuses, kill-and-resume).
+It is a real implementation of ``spadework.policy.base.Policy`` (batched ``chat``, ``n``
+completions per conversation with prompt ids, output ids and one logprob per output token,
+``max_tokens``, stop strings, the context limit, seeded rows) and passes the same contract test
+as the real backends (tests/policy/test_contract.py); only the text comes from a script instead
+of a model. Used where a real model cannot make a run deterministic and fast enough (rollout
+statuses, designer outcomes, kill-and-resume).
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
+import secrets
 import time
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from spadework.errors import PolicyError
-from spadework.policy.base import Completion, Conversation, SamplingParams, as_conversation
+from spadework.policy.base import Completion, Conversation, SamplingParams, as_conversation, cut_at_stop
+from spadework.seeding import derive_seed
 
-Script = Callable[[Conversation, int], str]
+#: A reply: its text, or (text, finish_reason).
+Reply = str | tuple[str, str]
+#: ``script(conversation, turn)`` (``turn`` counts the assistant messages so far), with the row's
+#: seeded ``random.Random`` as a third argument when the policy is ``seeded``; or prepared replies
+#: per call: ``script[k][i]`` answers row ``i`` of call ``k``.
+Script = Callable[..., Reply] | Sequence[Sequence[Reply]]
 GOOD_ENV = Path(__file__).parent / "fixtures" / "envs" / "good" / "arithmetic_chain.py"
 
 
@@ -27,19 +37,23 @@ def fake_ids(text: str) -> tuple[int, ...]:
 
 
 class ScriptedPolicy:
-    """``script(conversation, turn)`` gives the reply text; ``turn`` counts assistant messages.
+    """A Policy whose replies come from ``script`` (see :data:`Script`).
 
-    ``fail_when(conversation)`` true raises PolicyError for a batch holding that conversation;
-    ``delay`` seconds of sleep per chat call imitate a slow model. ``calls`` records every batch.
+    ``seeded``: the script also gets a ``random.Random`` seeded from (params.seed, row, sample)
+    as the real backends seed their rows, so replies depend on the sampling seed. ``stop``
+    strings cut the text as the backends do. ``fail_when(conversation)`` true raises
+    PolicyError for a batch holding that conversation; ``delay`` seconds of sleep per chat call
+    imitate a slow model. ``calls`` records every batch.
     """
 
     def __init__(self, script: Script, *, context_length: int = 32768, delay: float = 0.0,
                  fail_when: Callable[[Conversation], bool] | None = None,
-                 supports_tool_role: bool | None = None) -> None:
+                 supports_tool_role: bool | None = None, seeded: bool = False) -> None:
         self.script = script
         self._context = context_length
         self.delay = delay
         self.fail_when = fail_when
+        self.seeded = seeded
         if supports_tool_role is not None:
             self.supports_tool_role = supports_tool_role
         self.calls: list[list[Conversation]] = []
@@ -53,22 +67,41 @@ class ScriptedPolicy:
         text = "".join(f"<{m['role']}>{m['content']}" for m in conv.messages)
         return list(fake_ids(text))
 
+    def _reply(self, k: int, i: int, j: int, conv: Conversation, params: SamplingParams) -> Reply:
+        if not callable(self.script):
+            return self.script[k][i]
+        turn = sum(1 for m in conv.messages if m["role"] == "assistant")
+        if not self.seeded:
+            return self.script(conv, turn)
+        if params.seed is not None:
+            seed = params.seed
+        else:  # greedy decoding is deterministic; sampling without a seed is not
+            seed = 0 if params.greedy else secrets.randbits(63)
+        return self.script(conv, turn, random.Random(derive_seed(seed, i, j)))
+
     def chat(self, conversations: Sequence, params: SamplingParams) -> list[Completion]:
         convs = [as_conversation(c) for c in conversations]
+        k = len(self.calls)
         self.calls.append(convs)
         if self.delay:
             time.sleep(self.delay)
         if self.fail_when is not None and any(self.fail_when(c) for c in convs):
             raise PolicyError("scripted failure")
         out = []
-        for conv in convs:
-            turn = sum(1 for m in conv.messages if m["role"] == "assistant")
-            for _ in range(params.n):
-                text = self.script(conv, turn)
-                ids = fake_ids(text)[: params.max_tokens]
-                out.append(Completion(text=text, prompt_ids=tuple(self.prompt_ids(conv)),
-                                      output_ids=ids, logprobs=tuple(-0.5 for _ in ids),
-                                      finish_reason="stop"))
+        for i, conv in enumerate(convs):
+            prompt = tuple(self.prompt_ids(conv))
+            if len(prompt) >= self._context:
+                raise PolicyError(f"prompt {i} has {len(prompt)} tokens but the context is {self._context}")
+            for j in range(params.n):
+                reply = self._reply(k, i, j, conv, params)
+                text, finish = (reply, "stop") if isinstance(reply, str) else reply
+                text, stopped = cut_at_stop(text, params.stop)
+                ids = fake_ids(text)
+                if len(ids) > params.max_tokens:
+                    ids, finish = ids[: params.max_tokens], "length"
+                out.append(Completion(text=text, prompt_ids=prompt, output_ids=ids,
+                                      logprobs=tuple(-0.5 for _ in ids),
+                                      finish_reason="stop" if stopped else finish))
         return out
 
 
@@ -92,8 +125,39 @@ def designing_script(conv: Conversation, turn: int) -> str:
     return f"I will try \\boxed{{{digest[0] % 10}}}"
 
 
+def half_solving_script(conv, turn):
+    """Designs the arithmetic chain; solves its instances whose ``a`` is even, so plays differ."""
+    import re
+
+    m = re.search(r"Compute \((\d+) \* (\d+) \+ (\d+)\) mod (\d+)", conv.messages[-1]["content"])
+    if m and conv.messages[0]["role"] != "system":
+        a, b, c, mod = map(int, m.groups())
+        return f"\\boxed{{{(a * b + c) % mod if a % 2 == 0 else mod + 1}}}"
+    return designing_script(conv, turn)
+
+
 def slow_policy_factory() -> ScriptedPolicy:
     """For subprocess runs (``spadework run --policy scripted_policy:slow_policy_factory`` with
     ``tests`` on PYTHONPATH): deterministic, and slow enough (0.1 s per batch) to be killed
     in the middle of a stage."""
     return ScriptedPolicy(designing_script, delay=0.1)
+
+
+def trainable_policy_factory() -> ScriptedPolicy:
+    """For subprocess runs that train (``--policy scripted_policy:trainable_policy_factory``):
+    the scripted replies of :func:`half_solving_script`, plus a real small Llama (random weights,
+    fixed seed, a vocabulary covering the made-up ids) that the real learner trains with LoRA.
+    The learner never samples from it; it trains on the scripted samples, which is all a
+    kill-and-resume test of the train stage needs, and its updates are exactly reproducible."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=1 << 16, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                      tie_word_embeddings=True)
+    policy = ScriptedPolicy(half_solving_script, delay=0.05)
+    policy.model = LlamaForCausalLM(cfg).eval()
+    policy.pad_token_id = 0
+    return policy

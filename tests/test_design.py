@@ -81,7 +81,8 @@ def test_every_rejection_stage_is_recorded(sb, archive):
     ]
     expected = [REPLY_STAGE, REPLY_STAGE, "extract", "static", "load", "contract", "determinism",
                 "solvable", "not_trivial", "novelty"]
-    results = run(ScriptedPolicy([replies]), sb, archive, len(replies))
+    long_enough = DesignConfig(attempts_per_slot=1, max_tokens=4096)  # nim is ~1,500 fake tokens
+    results = run(ScriptedPolicy([replies]), sb, archive, len(replies), cfg=long_enough)
     assert [r.attempts[0].outcome for r in results] == expected
     assert all(r.env is None and r.attempts[0].reason for r in results)
     assert "cut at max_tokens" in results[1].attempts[0].reason
@@ -222,7 +223,7 @@ def test_design_command_with_the_real_model(tmp_path):
 
 def test_tool_use_designs_take_the_same_path(sb, archive):
     shipping = next(e for e in starter_envs() if e.name == "tool_shipping")
-    cfg = DesignConfig(setting="tool-use", attempts_per_slot=1)
+    cfg = DesignConfig(setting="tool-use", attempts_per_slot=1, max_tokens=4096)
     (res,) = run(ScriptedPolicy([[fenced(shipping.code)]]), sb, archive, 1, cfg=cfg,
                  skills=skills_for("tool-use"))
     assert res.env is not None and res.env.setting == "tool-use", res.attempts[0].reason

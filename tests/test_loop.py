@@ -10,12 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from scripted_policy import ScriptedPolicy, designing_script
+from scripted_policy import ScriptedPolicy, designing_script, half_solving_script
 from starters import starter_records
 
 from spadework import reward
 from spadework.archive import Archive, archive_path
 from spadework.config import load_config, override, preset
+from spadework.designer.prompts import SUBCLASS_GUIDE
+from spadework.env.actions import parse_action
 from spadework.errors import ConfigError
 from spadework.loop import run
 from spadework.types import Episode, Sampling
@@ -37,7 +39,9 @@ def assert_matched_arms(archive: Archive) -> None:
 
 @pytest.fixture
 def cfg():
-    return override(preset("smoke"), {"curriculum": {"designs_per_regen": 2}})
+    # the scripted designer writes a whole module (~480 made-up tokens), beyond smoke's 192
+    return override(preset("smoke"), {"curriculum": {"designs_per_regen": 2},
+                                      "design": {"max_tokens": 1024}})
 
 
 def test_two_iterations_store_everything_once(tmp_path, cfg):
@@ -79,21 +83,36 @@ def test_designer_credit_is_the_blend_of_its_first_plays(tmp_path, cfg):
         assert rejected.reward == one.reward.rejection_reward
 
 
+def sometimes_boxing_script(conv, turn):
+    """Like designing_script, but the agent boxes its move only on even turns."""
+    reply = designing_script(conv, turn)
+    return reply if turn % 2 == 0 or reply.startswith("```") else reply.replace("\\boxed", "")
+
+
 def test_graded_rejection_reward_and_format_shaping_reach_the_archive(tmp_path, cfg):
     from spadework.designer import rejection_progress
 
     shaped = override(cfg, {"iterations": 1, "reward": {"rejection_reward": -1.0,
                                                         "rejection_progress": 1.0,
                                                         "format_weight": 0.2}})
-    out = run(shaped, tmp_path, policy=ScriptedPolicy(designing_script))
+    out = run(shaped, tmp_path, policy=ScriptedPolicy(sometimes_boxing_script))
     with Archive.open(archive_path(tmp_path)) as a:
         rejected = next(x for x in a.attempts() if x.outcome != "accepted")
         assert rejected.outcome == "novelty"
         assert rejected.reward == pytest.approx(-1.0 + rejection_progress(rejected)) == -1 / 9
     line = out[0].to_dict()
     assert set(line["losses"]) == {"agent", "designer"}
-    assert line["rewards"]["agent"] == line["agent_return"]["no_hint"]
-    assert 0.0 <= line["agent_format_share"]["no_hint"] <= 1.0
+    with Archive.open(archive_path(tmp_path)) as a:
+        unhinted = [e for e in a.episodes() if e.arm == "no_hint"]
+        returns = [reward.episode_return(e.rewards, e.terminated) for e in unhinted]
+        replies = [t.text for e in unhinted for t in e.turns]
+    assert line["rewards"]["agent"] == pytest.approx(sum(returns) / len(returns))
+    # the scripted agent boxes every other reply: the share of parsed replies, per episode
+    boxed = [parse_action(r, "games").ok for r in replies]
+    assert 0 < sum(boxed) < len(boxed)
+    assert line["agent_format_share"]["no_hint"] == pytest.approx(
+        sum(sum(parse_action(t.text, "games").ok for t in e.turns) / len(e.turns)
+            for e in unhinted) / len(unhinted))
     bad = {"reward": {"format_weight": -0.1}}
     with pytest.raises(ConfigError, match="format_weight"):
         override(cfg, bad)
@@ -218,17 +237,6 @@ class RecordingLearner:
         return Path(directory)
 
 
-def half_solving_script(conv, turn):
-    """Designs the arithmetic chain; solves its instances whose ``a`` is even, so plays differ."""
-    import re
-
-    m = re.search(r"Compute \((\d+) \* (\d+) \+ (\d+)\) mod (\d+)", conv.messages[-1]["content"])
-    if m and conv.messages[0]["role"] != "system":
-        a, b, c, mod = map(int, m.groups())
-        return f"\\boxed{{{(a * b + c) % mod if a % 2 == 0 else mod + 1}}}"
-    return designing_script(conv, turn)
-
-
 def test_train_stage_gets_both_roles_and_marks_them(tmp_path, cfg):
     from spadework.loop import RunContext, run_iteration
     from spadework.sandbox import Limits, Sandbox
@@ -256,3 +264,70 @@ def test_train_stage_gets_both_roles_and_marks_them(tmp_path, cfg):
         assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text())["iteration"] == 0
         designed = next(x for x in a.attempts() if x.outcome == "accepted")
         assert 0 < a.env_stats(designed.env_id).win_rate < 1
+
+
+PANTRY = SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):]
+
+
+def test_a_tool_use_run_designs_plays_and_scores_tool_environments(tmp_path, cfg):
+    """The tool-use setting through the whole loop: the designer's ToolEnv subclass is checked
+    and accepted, tool-use starters fill the pool, both arms play with tool calls on the same
+    seeds, and turns record which replies held a tool call or an answer."""
+    def script(conv, turn):
+        if conv.messages[0]["role"] == "system" and "design" in conv.messages[0]["content"]:
+            return f"```python\n{PANTRY}\n```"
+        if turn == 0:
+            return '<tool_call>{"name": "weather", "arguments": {}}</tool_call>'
+        return "I am not sure." if turn == 1 else "<answer>3</answer>"
+
+    tools = override(cfg, {"iterations": 1, "design": {"setting": "tool-use"},
+                           "play": {"max_turns": 4},
+                           "curriculum": {"pool_size": 3, "designs_per_regen": 1}})
+    out = run(tools, tmp_path, policy=ScriptedPolicy(script))
+    with Archive.open(archive_path(tmp_path)) as a:
+        (att,) = a.attempts()
+        assert att.outcome == "accepted", att.reason
+        played = {e.env_id for e in a.episodes()}
+        assert att.env_id in played and len(played) == 3
+        assert {a.get_env(x).setting for x in played} == {"tool-use"}
+        assert_matched_arms(a)
+        turns = [t for e in a.episodes() for t in e.turns]
+        assert turns and {t.parsed for t in turns} == {True, False}
+    assert out[0].values["episodes"] == 3 * 2 * tools.plays
+
+
+def test_mutation_and_repair_turns_through_the_loop(tmp_path, cfg):
+    """A mutation slot edits an archived parent; its first reply fails extraction and a repair
+    turn, fed the checker's reason, is accepted. The child records its parent, the repair is
+    inference only (never trained), and the rejected first attempt earns the rejection reward."""
+    def script(conv, turn):
+        if conv.messages[0]["role"] == "system" and "design" in conv.messages[0]["content"]:
+            return "I will write it later." if turn == 0 else f"```python\n{LOCK}\n```"
+        return designing_script(conv, turn)
+
+    mutating = override(cfg, {"iterations": 1, "play": {"max_turns": 6},
+                              "design": {"mutation_ratio": 1.0, "repair_turns": 1},
+                              "curriculum": {"designs_per_regen": 1}})
+    run(mutating, tmp_path, policy=ScriptedPolicy(script))
+    with Archive.open(archive_path(tmp_path)) as a:
+        first, repair = a.attempts()
+        assert (first.outcome, repair.outcome) == ("extract", "accepted")
+        assert "Here is an existing environment" in first.messages[1]["content"]
+        assert first.reason in repair.messages[-1]["content"]  # the checker's reason, fed back
+        child = a.get_env(repair.env_id)
+        parent = a.get_env(child.parent_id)
+        assert parent is not None and parent.origin == "starter" and first.memory_ids == (parent.env_id,)
+        assert repair.trained_iteration == 0 and repair.reward is None  # never trained, never credited
+        assert first.reward == mutating.reward.rejection_reward
+        assert child.env_id in {e.env_id for e in a.episodes()}
+
+
+def test_a_policy_error_while_writing_hints_does_not_stop_the_run(tmp_path, cfg):
+    def hint_request(conv):
+        return "privileged hints" in conv.messages[0]["content"]
+
+    out = run(override(cfg, {"iterations": 1}), tmp_path,
+              policy=ScriptedPolicy(designing_script, fail_when=hint_request))
+    hints = out[0].values["hints"]
+    assert hints["sources"].get("none", 0) >= 1 and hints["written"] == 0
+    assert out[0].values["episodes"] == 2 * 2 * cfg.plays

@@ -45,3 +45,68 @@ def test_constraints_pin_torch_to_the_cpu_build_on_disk() -> None:
     commands = [line for line in readme[:12] if line.strip().startswith("make ")]
     assert commands[:2] == ["make run", "make test"], "the README must open with its two commands"
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """spadework's modules and the spadework modules each imports anywhere in its code (at the
+    top, inside functions, under TYPE_CHECKING): an edge to a package means its ``__init__``."""
+    import ast
+
+    pkg = ROOT / "spadework"
+    files = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in pkg.rglob("*.py") if "library" not in p.relative_to(pkg).parts}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for mod, path in files.items():
+        here = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = here.split(".")[: len(here.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
+            else:
+                continue
+            graph[mod] |= {t for t in map(resolve, targets) if t and t.startswith("spadework") and t != mod}
+    return graph
+
+
+def test_no_import_circle_among_spadework_modules() -> None:
+    graph = _import_graph()
+    assert len(graph) > 50 and "spadework.hints" in graph["spadework.loop"]  # imported in a function
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert circles == []

@@ -25,8 +25,16 @@ TESTS = Path(__file__).resolve().parent
 
 def _cmd(run_dir: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "spadework.cli", "run", "--preset", "smoke", "--no-train",
+            "--config", str(TESTS / "fixtures" / "smoke_whole_designs.toml"),
             "--run-dir", str(run_dir), "--policy", "scripted_policy:slow_policy_factory",
             "--iterations", "2", *extra]
+
+
+def _train_cmd(run_dir: Path, *extra: str) -> list[str]:
+    """A smoke run that trains: scripted replies, the real learner on a small real Llama."""
+    return [sys.executable, "-m", "spadework.cli", "run", "--preset", "smoke",
+            "--config", str(TESTS / "fixtures" / "smoke_train.toml"), "--run-dir", str(run_dir),
+            "--policy", "scripted_policy:trainable_policy_factory", "--iterations", "2", *extra]
 
 
 def _env() -> dict:
@@ -53,8 +61,8 @@ def _progress(run_dir: Path) -> tuple[int, str] | None:
     return p["iteration"], p["stage"]
 
 
-def _run_until_killed(run_dir: Path, when) -> tuple[int, str] | None:
-    proc = subprocess.Popen(_cmd(run_dir), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
+def _run_until_killed(run_dir: Path, when, cmd=_cmd) -> tuple[int, str] | None:
+    proc = subprocess.Popen(cmd(run_dir), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     try:
@@ -81,6 +89,7 @@ def _check_consistent(run_dir: Path, reference: Path | None = None) -> None:
         assert_matched_arms(a)
         keys = [x.key for x in a.attempts()]
         assert len(keys) == len(set(keys)) == 1  # one design slot, one attempt, at iteration 0
+        assert [x.outcome for x in a.attempts()] == ["accepted"]
         assert all(x.reward is not None for x in a.attempts())
         stats = a.query("SELECT env_id, iteration, plays FROM env_plays")
         assert len(stats) == 4 and all(r[2] == 2 for r in stats)
@@ -138,7 +147,7 @@ def test_a_kill_inside_the_design_stage_leaves_no_trace(tmp_path, uninterrupted,
     from spadework import loop
     from spadework.config import override, preset
 
-    cfg = override(preset("smoke"), {"iterations": 2, "train": False})
+    cfg = override(preset("smoke"), {"iterations": 2, "train": False, "design": {"max_tokens": 1024}})
     real_design = loop._STAGE_FUNCTIONS["design"]
 
     def design_then_killed(ctx, it):
@@ -154,3 +163,88 @@ def test_a_kill_inside_the_design_stage_leaves_no_trace(tmp_path, uninterrupted,
         assert a.attempts() == [] and a.load_state("progress") is None
     loop.run(cfg, tmp_path, resume=True, policy=slow_policy_factory())
     _check_consistent(tmp_path, uninterrupted)
+
+
+def _without_seconds(value):
+    """Metrics with every wall-clock figure removed (the rest must replay exactly)."""
+    if isinstance(value, dict):
+        return {k: _without_seconds(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [_without_seconds(v) for v in value]
+    return value
+
+
+def _learner_state(run_dir: Path) -> tuple[int, dict]:
+    from safetensors.numpy import load_file
+
+    latest = json.loads((run_dir / "checkpoints" / "latest.json").read_text())
+    folder = run_dir / "checkpoints" / latest["dir"]
+    steps = json.loads((folder / "learner.json").read_text())["steps"]
+    return steps, load_file(str(folder / "trainable.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("trained")
+    r = subprocess.run(_train_cmd(d), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return d
+
+
+@pytest.mark.parametrize("iteration", [0, 1])
+def test_sigkill_in_the_train_stage_then_resume_trains_once_with_the_same_metrics(
+        tmp_path, trained, iteration):
+    """Killed while the learner steps (the reward stage committed, the train stage not), the
+    resumed run restores the previous checkpoint, takes the step once, and ends with the
+    uninterrupted run's metrics, learner weights and step count."""
+    seen = _run_until_killed(tmp_path, lambda p: p == (iteration, "reward"), cmd=_train_cmd)
+    assert seen == (iteration, "reward")  # the kill landed before the train stage committed
+    r = subprocess.run(_train_cmd(tmp_path, "--resume"), cwd=ROOT, env=_env(), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = [_without_seconds(json.loads(x)) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    whole = [_without_seconds(json.loads(x)) for x in (trained / "metrics.jsonl").read_text().splitlines()]
+    assert lines == whole and all(line["train"].get("grad_norm") for line in lines)  # both steps ran
+    steps, weights = _learner_state(tmp_path)
+    whole_steps, whole_weights = _learner_state(trained)
+    assert steps == whole_steps == 2 and weights.keys() == whole_weights.keys()
+    assert all((weights[k] == whole_weights[k]).all() for k in weights)
+    with Archive.open(archive_path(tmp_path)) as a, Archive.open(archive_path(trained)) as b:
+        assert [(x.key, x.trained_iteration) for x in a.attempts()] == \
+               [(x.key, x.trained_iteration) for x in b.attempts()]
+
+
+def test_a_kill_between_the_checkpoint_and_the_train_commit_keeps_the_step_and_its_figures(
+        tmp_path, trained, monkeypatch):
+    """The checkpoint is written before the train stage commits; killed in between, the resumed
+    run must neither step again nor lose the step's figures (they travel in the checkpoint)."""
+    from scripted_policy import trainable_policy_factory
+
+    from spadework import loop
+    from spadework.config import load_config, override
+    from spadework.train import Learner
+    from spadework.train import checkpoint as ckpt
+
+    cfg = override(load_config(TESTS / "fixtures" / "smoke_train.toml"), {"iterations": 2})
+    real_save = ckpt.save_rotating
+
+    def save_then_killed(learner, root, iteration, **kw):
+        real_save(learner, root, iteration, **kw)
+        if iteration == 1:
+            raise _Killed
+
+    def fresh():
+        policy = trainable_policy_factory()
+        return {"policy": policy, "learner": Learner(policy, cfg.learner)}
+
+    monkeypatch.setattr(ckpt, "save_rotating", save_then_killed)
+    with pytest.raises(_Killed):
+        loop.run(cfg, tmp_path, **fresh())
+    monkeypatch.setattr(ckpt, "save_rotating", real_save)
+    with Archive.open(archive_path(tmp_path)) as a:
+        assert (a.load_state("progress")["iteration"], a.load_state("progress")["stage"]) == (1, "reward")
+    loop.run(cfg, tmp_path, resume=True, **fresh())
+    lines = [_without_seconds(json.loads(x)) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    whole = [_without_seconds(json.loads(x)) for x in (trained / "metrics.jsonl").read_text().splitlines()]
+    assert lines == whole
+    assert _learner_state(tmp_path)[0] == 2  # two steps, not three

@@ -150,16 +150,20 @@ def test_truncated_by_turns_by_context_and_timeout_by_wall_clock(sb):
 
 
 def test_batch_window_keeps_job_order_and_replays_identically(sb):
+    """Moves are drawn from each row's seeded generator, as a model samples: the same play seed
+    replays the same episodes, another seed plays others."""
     env = starter_env("mastermind")
     jobs = regret_jobs(env, run_seed=9, plays=3)
 
-    def script(c, t):
-        return "\\boxed{" + " ".join(str((len(c.messages[-1]["content"]) + k + t) % 6 + 1)
-                                     for k in range(4)) + "}"
+    def script(c, t, rng):
+        return "\\boxed{" + " ".join(str(rng.randint(1, 6)) for _ in range(4)) + "}"
+
+    def moves(episodes):
+        return [(e.rewards, e.status, [t.action for t in e.turns]) for e in episodes]
 
     cfg = PlayConfig(max_turns=3, batch_size=2)
-    a = play(ScriptedPolicy(script), sb, jobs, cfg, seed=4)
-    b = play(ScriptedPolicy(script), sb, jobs, cfg, seed=4)
+    a = play(ScriptedPolicy(script, seeded=True), sb, jobs, cfg, seed=4)
+    b = play(ScriptedPolicy(script, seeded=True), sb, jobs, cfg, seed=4)
+    c = play(ScriptedPolicy(script, seeded=True), sb, jobs, cfg, seed=5)
     assert [(e.arm, e.play_index, e.seed) for e in a] == [(j.arm, j.play_index, j.seed) for j in jobs]
-    assert [(e.rewards, e.status, [t.action for t in e.turns]) for e in a] == \
-           [(e.rewards, e.status, [t.action for t in e.turns]) for e in b]
+    assert moves(a) == moves(b) and moves(a) != moves(c)

@@ -20,6 +20,7 @@ the learning test's figures per rate); 1e-5 is the conservative default for long
 from __future__ import annotations
 
 import time
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -320,7 +321,9 @@ def _wrap_lora(model: Any, cfg: TrainConfig) -> Any:
         target_modules=list(cfg.target_modules), bias="none", task_type="CAUSAL_LM",
     )
     devices = [dev.index or 0] if dev.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
+    with torch.random.fork_rng(devices=devices), warnings.catch_warnings():
+        # peft reads transformers' deprecated is_gradient_checkpointing; the warning is theirs
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
         torch.manual_seed(cfg.seed)
         try:
             return get_peft_model(model, lcfg)

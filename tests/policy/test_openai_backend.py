@@ -7,10 +7,7 @@ server that replies garbage, one that never replies.
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -22,25 +19,6 @@ from spadework.policy.base import Conversation, SamplingParams
 from spadework.policy.openai import OpenAIPolicy
 
 GREEDY = SamplingParams(temperature=0, max_tokens=10)
-
-
-@pytest.fixture(scope="module")
-def server_url(default_model_dir):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "spadework.cli", "serve", "--model", str(default_model_dir),
-         "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-    try:
-        line = ""
-        deadline = time.monotonic() + 120
-        while "serving on" not in line and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line and proc.poll() is not None:
-                pytest.fail("spadework serve exited before it was ready")
-        yield line.split("serving on", 1)[1].strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_chat_mode_returns_server_token_ids_equal_to_local_sampling(server_url, hf_policy):

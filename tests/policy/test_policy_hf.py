@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from spadework.errors import PolicyError
-from spadework.policy.base import Conversation, Policy, SamplingParams
+from spadework.policy.base import Conversation, SamplingParams
 from spadework.policy.hf import HFPolicy, teacher_forced_logprobs
 
 # Sampled logprobs come from a cached, left-padded batched forward; teacher-forced ones from one
@@ -19,8 +19,7 @@ LOGPROB_TOL = 1e-3
 PROMPTS = ["What is the capital of France?", "Name three colours.", "Say hi."]
 
 
-def test_is_a_policy(hf_policy):
-    assert isinstance(hf_policy, Policy)
+def test_context_and_trainable_module(hf_policy):
     assert hf_policy.context_length == 8192
     assert any(p.requires_grad for p in hf_policy.model.parameters())
 

@@ -1,0 +1,71 @@
+"""The Policy contract (spadework.policy.base), checked the same way on every backend: the
+scripted policy of the tests, the transformers backend on the real default model, and the
+OpenAI-compatible client against `spadework serve` on loopback."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from spadework.errors import PolicyError
+from spadework.policy.base import SamplingParams
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the scripted policy
+from scripted_policy import ScriptedPolicy  # noqa: E402
+
+PROMPTS = ["Name a colour.", "Count from one to five, then stop."]
+
+
+def _scripted():
+    words = ["red", "green", "blue", "one two three four five", "yellow and more words"]
+    return ScriptedPolicy(lambda conv, turn, rng: rng.choice(words) + " " + rng.choice(words),
+                          context_length=256, seeded=True)
+
+
+@pytest.fixture(params=["scripted", "hf", "openai"])
+def policy(request):
+    if request.param == "scripted":
+        return _scripted()
+    if request.param == "hf":
+        return request.getfixturevalue("hf_policy")
+    from spadework.policy.openai import OpenAIPolicy
+
+    return OpenAIPolicy(request.getfixturevalue("server_url"), "smollm2")
+
+
+def test_completions_come_conversation_major_with_one_logprob_per_token(policy):
+    params = SamplingParams(temperature=1.0, max_tokens=8, n=2, seed=3)
+    out = policy.chat(PROMPTS, params)
+    assert len(out) == len(PROMPTS) * 2
+    assert out[0].prompt_ids == out[1].prompt_ids != out[2].prompt_ids == out[3].prompt_ids
+    for c in out:
+        assert c.prompt_ids and 0 < len(c.output_ids) <= 8 and c.finish_reason in ("stop", "length")
+        assert len(c.logprobs) == len(c.output_ids)
+        assert all(math.isfinite(lp) and lp <= 1e-6 for lp in c.logprobs)
+        if c.finish_reason == "length":
+            assert len(c.output_ids) == 8
+
+
+def test_a_seed_reproduces_and_greedy_is_deterministic(policy):
+    seeded = SamplingParams(temperature=1.0, max_tokens=6, seed=11)
+    a, b = policy.chat(PROMPTS, seeded), policy.chat(PROMPTS, seeded)
+    assert [(c.text, c.output_ids) for c in a] == [(c.text, c.output_ids) for c in b]
+    greedy = SamplingParams(temperature=0, max_tokens=6)
+    assert [c.output_ids for c in policy.chat(PROMPTS, greedy)] == \
+           [c.output_ids for c in policy.chat(PROMPTS, greedy)]
+
+
+def test_stop_strings_end_the_text_before_them(policy):
+    params = SamplingParams(temperature=0, max_tokens=24, stop=("e",))
+    for c in policy.chat(PROMPTS, params):
+        assert "e" not in c.text
+
+
+def test_a_prompt_beyond_the_context_is_a_policy_error_not_a_hang(policy):
+    assert isinstance(policy.context_length, int) and policy.context_length > 0
+    too_long = "word " * (policy.context_length + 10)
+    with pytest.raises(PolicyError):
+        policy.chat([too_long], SamplingParams(max_tokens=4))
