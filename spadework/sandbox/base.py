@@ -129,7 +129,7 @@ class Sandbox:
             hello = self._start_zygote()
             handle = self._fork_child()
             try:
-                layers = handle._handshake(time.monotonic() + self.limits.load_seconds)
+                layers = handle.handshake(time.monotonic() + self.limits.load_seconds)
             finally:
                 handle.close()
             self.isolation = Isolation.from_report(layers, runtime=hello["runtime"])
@@ -182,7 +182,7 @@ class Sandbox:
         if handle is None:
             handle = self._fork_child()
         try:
-            return handle, handle._handshake(deadline)
+            return handle, handle.handshake(deadline)
         except BaseException:
             handle.close()
             raise
@@ -304,7 +304,7 @@ class Sandbox:
                     "(see sb.isolation); set Limits(allow_degraded=True) to run anyway"
                 )
             spec = {"code": blob, "class_name": name, "max_turns": max_turns, "kwargs": kwargs or {}}
-            handle._call("load", spec, seconds=max(0.001, deadline - time.monotonic()))
+            handle.load_module(spec, seconds=max(0.001, deadline - time.monotonic()))
         except BaseException:
             handle.close()
             raise

@@ -154,6 +154,11 @@ class EnvHandle:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def load_module(self, spec: object, seconds: float) -> None:
+        """Send the module to the waiting child and instantiate its environment (called once by
+        the sandbox that forked it); raises EnvLoadError or EnvTimeout."""
+        self._call("load", spec, seconds=seconds)
+
     # ------------------------------------------------------------------ the wire
 
     def _call(self, op: str, arg: object, seconds: float | None = None) -> Any:
@@ -201,8 +206,9 @@ class EnvHandle:
             raise EnvLoadError(f"loading the environment raised {exc_type}:\n{tail}")
         raise self._crashed(f"{op}(): malformed reply (status {str(status)[:20]!r})")
 
-    def _handshake(self, deadline: float) -> list:
-        """Wait for the child's first message: the isolation layers it applied to itself."""
+    def handshake(self, deadline: float) -> list:
+        """Wait for the child's first message: the isolation layers it applied to itself
+        (called once by the sandbox that forked it)."""
         try:
             status, layers = self._read(deadline)  # type: ignore[misc]
         except _Deadline as e:
