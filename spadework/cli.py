@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from enum import Enum
+
 import typer
 
 import spadework
@@ -21,7 +23,14 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: a flag shows no metavar (rich help printed "<bool>")
 )
+
+
+# Choices the command line offers (typer lists them in --help and refuses others with exit 2).
+_Status = Enum("_Status", {"accepted": "accepted", "rejected": "rejected"}, type=str)
+_Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet"}, type=str)
+_Preset = Enum("_Preset", {p: p for p in ("smoke", "cpu", "paper-4b", "paper-30b")}, type=str)
 
 
 @contextmanager
@@ -51,7 +60,7 @@ def _root(
 
 # Commands are added below, one small function each (keep this file an index of thin wrappers).
 
-corpus_app = typer.Typer(help="Grounding documents for the designer.", no_args_is_help=True)
+corpus_app = typer.Typer(help="Grounding documents for the designer.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(corpus_app, name="corpus")
 
 
@@ -91,7 +100,7 @@ def corpus_stats(
     typer.echo(json.dumps(dataclasses.asdict(stats_of(corpus)), indent=2))
 
 
-models_app = typer.Typer(help="Offline models: list and pull.", no_args_is_help=True)
+models_app = typer.Typer(help="Offline models: list and pull.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(models_app, name="models")
 
 
@@ -127,10 +136,10 @@ def models_pull(
 def generate(
     prompt: str = typer.Argument(..., help="The user message."),
     model: str = typer.Option(None, "--model", help="Registry name, local folder or hub id."),
-    max_tokens: int = typer.Option(128, "--max-tokens"),
-    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy."),
-    seed: int = typer.Option(0, "--seed"),
-    device: str = typer.Option("cpu", "--device"),
+    max_tokens: int = typer.Option(128, "--max-tokens", min=1, help="Most tokens to generate."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 = greedy."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed (same seed, same completion)."),
+    device: str = typer.Option("cpu", "--device", help="cpu, or cuda[:N] where torch has CUDA."),
 ) -> None:
     """One chat completion from the model, printed with its speed in tokens/s."""
     import time
@@ -152,9 +161,9 @@ def generate(
 @app.command()
 def serve(
     model: str = typer.Option(None, "--model", help="Registry name, local folder or hub id."),
-    host: str = typer.Option("127.0.0.1", "--host"),
-    port: int = typer.Option(8000, "--port", help="0 picks a free port (printed)."),
-    device: str = typer.Option("cpu", "--device"),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="0 picks a free port (printed)."),
+    device: str = typer.Option("cpu", "--device", help="cpu, or cuda[:N] where torch has CUDA."),
 ) -> None:
     """Serve a model over an OpenAI-compatible HTTP API (one request at a time)."""
     from spadework.policy.hf import load_hf_policy
@@ -184,11 +193,7 @@ def check_cmd(
     from spadework.errors import SandboxUnavailable
     from spadework.sandbox import Limits, Sandbox
 
-    try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        typer.echo(f"error: {file} is not UTF-8 text ({e.reason})", err=True)
-        raise typer.Exit(2) from e
+    text = _read_source(file)
     module = {".py": True, ".txt": False, ".md": False}.get(file.suffix.lower())
     try:
         with Sandbox(Limits()) as sandbox:
@@ -201,44 +206,77 @@ def check_cmd(
     raise typer.Exit(0 if report.ok else 1)
 
 
-archive_app = typer.Typer(help="The run archive: environments, plays, attempts.", no_args_is_help=True)
+#: The largest file `spadework check` reads (a module of this size is never a designed environment).
+MAX_SOURCE_BYTES = 2_000_000
+
+
+def _read_source(file: Path) -> str:
+    """The text of a regular file of at most MAX_SOURCE_BYTES, else one line and exit 2."""
+    if not file.is_file():
+        typer.echo(f"error: {file} is not a regular file; give an environment module or a reply", err=True)
+        raise typer.Exit(2)
+    with file.open("rb") as f:
+        data = f.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        typer.echo(f"error: {file} is larger than {MAX_SOURCE_BYTES:,} bytes; an environment module "
+                   "is far smaller", err=True)
+        raise typer.Exit(2)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        typer.echo(f"error: {file} is not UTF-8 text ({e.reason})", err=True)
+        raise typer.Exit(2) from e
+
+
+archive_app = typer.Typer(help="The run archive: environments, plays, attempts.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(archive_app, name="archive")
-_DB = typer.Option(None, "--db", help="The archive file.")
+_DB = typer.Option(None, "--db", help="The archive file (or give --run-dir).")
 _RUN_DIR = typer.Option(None, "--run-dir", help="A run directory (its archive.sqlite).")
 
 
 def _archive_call(db: str | None, run_dir: str | None, fn: Callable[..., None], *,
-                  create: bool = False) -> None:
-    """Open the named archive, call ``fn(archive)``, and turn archive errors into exit 1."""
+                  write: bool = False) -> None:
+    """Open the named archive (read-only unless ``write``, which may create it), call
+    ``fn(archive)``, and turn expected errors into one line and exit 1."""
     from spadework.archive import Archive
     from spadework.archive.show import resolve_path
     from spadework.errors import ArchiveError, ConfigError, SandboxUnavailable
 
     with _reported(ArchiveError, ConfigError, SandboxUnavailable):
-        with Archive.open(resolve_path(db, run_dir), create=create) as archive:
+        path = resolve_path(db, run_dir)
+        with Archive.open(path) if write else Archive.open_read_only(path) as archive:
+            if archive.note:
+                typer.echo(f"note: {archive.note}", err=True)
             fn(archive)
 
 
 @archive_app.command("ls")
 def archive_ls(
     db: str = _DB, run_dir: str = _RUN_DIR,
-    status: str = typer.Option(None, "--status", help="accepted or rejected."),
-    skill: str = typer.Option(None, "--skill"),
-    limit: int = typer.Option(None, "--limit", min=1),
+    status: _Status = typer.Option(None, "--status", help="Only accepted or only rejected environments."),
+    skill: str = typer.Option(None, "--skill", help="Only environments of this skill."),
+    limit: int = typer.Option(None, "--limit", min=1, help="At most this many rows."),
 ) -> None:
-    """List environments: id, status, iteration, skill, class, plays, win rate, regret."""
+    """List environments: id, status, iteration, skill, class, plays, win rate, regret
+    (read-only: the archive is never changed)."""
     from spadework.archive.show import ls_lines
 
-    _archive_call(db, run_dir, lambda a: typer.echo(
-        "\n".join(ls_lines(a, status=status, skill=skill, limit=limit))))
+    def show(a) -> None:
+        lines, skipped = ls_lines(a, status=status.value if status else None, skill=skill, limit=limit)
+        typer.echo("\n".join(lines))
+        if skipped:
+            typer.echo(f"note: {skipped} row(s) could not be read and were skipped", err=True)
+
+    _archive_call(db, run_dir, show)
 
 
 @archive_app.command("show")
 def archive_show(
-    env_id: str = typer.Argument(..., help="An environment id or a prefix of one (4+ digits)."),
+    env_id: str = typer.Argument(..., help="An environment id, or its first 4 or more hex "
+                                 "characters as `archive ls` prints them."),
     db: str = _DB, run_dir: str = _RUN_DIR,
 ) -> None:
-    """One environment: fields, play statistics, check report, hint and code."""
+    """One environment: fields, play statistics, check report, hint and code (read-only)."""
     from spadework.archive.show import show_text
 
     _archive_call(db, run_dir, lambda a: typer.echo(show_text(a, env_id)))
@@ -246,15 +284,23 @@ def archive_show(
 
 @archive_app.command("export")
 def archive_export(
-    out: str = typer.Option(..., "--out", help="The file to write."),
-    fmt: str = typer.Option("jsonl", "--format", help="jsonl or parquet."),
+    out: str = typer.Option(..., "--out", help="The file to write (never the archive itself "
+                            "nor a file of its run; an existing file only with --force)."),
+    fmt: _Format = typer.Option("jsonl", "--format", help="jsonl or parquet."),
+    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
     db: str = _DB, run_dir: str = _RUN_DIR,
 ) -> None:
-    """Write every environment with its statistics, one row each, as JSONL or Parquet."""
+    """Write every environment with its statistics, one row each, as JSONL or Parquet (the
+    archive is opened read-only)."""
     from spadework.archive import export_envs
 
-    _archive_call(db, run_dir, lambda a: typer.echo(
-        f"{export_envs(a, out, fmt)} environments written to {out}"))
+    def export(a) -> None:
+        s = export_envs(a, out, fmt.value, force=force)
+        typer.echo(f"{s.written} environments written to {s.path.resolve()}")
+        if s.skipped:
+            typer.echo(f"note: {s.skipped} row(s) could not be read and were skipped", err=True)
+
+    _archive_call(db, run_dir, export)
 
 
 @archive_app.command("import-starter")
@@ -280,13 +326,16 @@ def archive_import_starter(
         typer.echo(f"{n} starter environments added or re-checked at max_turns={turns} in {a.path}"
                    + (f"; rejected at this limit: {', '.join(bad)}" if bad else ""))
 
-    _archive_call(db, run_dir, add, create=True)
+    _archive_call(db, run_dir, add, write=True)
 
 
 @app.command("run")
 def run_cmd(
-    preset: str = typer.Option("cpu", help="smoke, cpu (the default), paper-4b or paper-30b."),
-    config: Path = typer.Option(None, "--config", help="A TOML file over the preset: top-level settings and tables play, reward, design, curriculum, learner."),
+    preset: _Preset = typer.Option(None, "--preset", help="The run preset (default: the config "
+                                   "file's preset, else cpu)."),
+    config: Path = typer.Option(None, "--config", help="A TOML file over the preset: top-level "
+                                "settings and tables play, reward, design, curriculum, learner. "
+                                "Flags beat the file, which beats the preset."),
     run_dir: Path = typer.Option(None, help="Archive, metrics.jsonl and checkpoints go here "
                                  "(default: runs/PRESET-UTCTIME, a new one each run)."),
     iterations: int = typer.Option(None, min=1, help="Total iterations of the run (default: the preset's)."),
@@ -308,7 +357,7 @@ def run_cmd(
     from spadework.progress import StageDisplay
 
     with _reported(SpadeworkError):
-        cfg = load_config(config, preset_name=None if config and preset == "cpu" else preset)
+        cfg = load_config(config, preset_name=preset.value if preset else None)
         top = {k: v for k, v in (("iterations", iterations), ("model", model), ("run_seed", seed))
                if v is not None}
         if no_train:
@@ -321,7 +370,10 @@ def run_cmd(
         factory = None
         if policy:
             mod, _, fn = policy.partition(":")
-            factory = getattr(importlib.import_module(mod), fn)
+            try:
+                factory = getattr(importlib.import_module(mod), fn)
+            except (ImportError, AttributeError) as e:
+                raise ConfigError(f"--policy {policy}: {e}") from e
         typer.echo(f"spadework run: preset {cfg.preset}, {cfg.iterations} iterations, "
                    f"{'training' if cfg.train else 'no training'}, run dir {run_dir}")
         with StageDisplay() as display:
@@ -365,12 +417,12 @@ def design_cmd(
     run_dir: Path = typer.Option(Path("runs/design"), "--run-dir", help="Archive goes to D/archive.sqlite."),
     attempts: int = typer.Option(3, "--attempts", min=1, help="Fresh attempts per slot."),
     repair_turns: int = typer.Option(0, "--repair-turns", min=0, help="Inference-only repair turns."),
-    max_tokens: int = typer.Option(1024, "--max-tokens", min=1),
+    max_tokens: int = typer.Option(1024, "--max-tokens", min=1, help="Most tokens per design reply."),
     max_turns: int = typer.Option(None, "--max-turns", min=1, help="The turn limit the designs "
                                   "will be played with, and so are checked with (default: the "
                                   "cpu preset's [play] max_turns)."),
-    seed: int = typer.Option(0, "--seed"),
-    device: str = typer.Option("cpu", "--device"),
+    seed: int = typer.Option(0, "--seed", help="Run seed: documents and sampling derive from it."),
+    device: str = typer.Option("cpu", "--device", help="cpu, or cuda[:N] where torch has CUDA."),
 ) -> None:
     """Design N environments with the model into the run's archive; print a closing table."""
     from rich.console import Console

@@ -58,6 +58,10 @@ def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
     from spadework.loop import run
 
     check_run_dir(run_dir, resume=resume)
+    if policy_factory is None:
+        from spadework.policy.registry import check_model
+
+        check_model(cfg.model)
     if policy_factory is not None:
         policy = policy_factory()
     else:

@@ -11,6 +11,8 @@ the CLI and the loop imports it.
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,12 +150,45 @@ PRESETS = ("smoke", "cpu", "paper-4b", "paper-30b")
 _SECTIONS = ("design", "play", "reward", "curriculum", "learner")
 
 
+def _check_type(where: str, name: str, value: Any, kind: Any) -> Any:
+    """``value`` as the field type ``kind`` wants it (a TOML array becomes a tuple), or a
+    ConfigError naming the setting: a boolean is not a number, a number is not a string.
+
+    >>> _check_type("[play]", "max_turns", 4, int), _check_type("[learner]", "lr", 1, float)
+    (4, 1)
+    >>> _check_type("run config", "iterations", True, int)
+    Traceback (most recent call last):
+    ...
+    spadework.errors.ConfigError: run config: iterations must be an integer, got true (a boolean)
+    """
+    described = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+    options = [a for a in typing.get_args(kind) if a is not type(None)] if typing.get_args(kind) and \
+        typing.get_origin(kind) in (types.UnionType, typing.Union) else [kind]
+    if value is None and len(options) < len(typing.get_args(kind) or (kind,)):
+        return value
+    for option in options:
+        base = typing.get_origin(option) or option
+        if base is tuple and isinstance(value, list | tuple):
+            return tuple(value)
+        if base is bool and isinstance(value, bool):
+            return value
+        if base in (int, float) and isinstance(value, int | float) and not isinstance(value, bool):
+            if base is float or isinstance(value, int):
+                return value
+        if base not in (bool, int, float) and isinstance(base, type) and isinstance(value, base):
+            return value  # a string, or a section already built
+    want = " or ".join(described.get(typing.get_origin(o) or o, "a list") for o in options)
+    shown = {True: "true", False: "false"}.get(value, repr(value)) if isinstance(value, bool) else repr(value)
+    kind_of = " (a boolean)" if isinstance(value, bool) else ""
+    raise ConfigError(f"{where}: {name} must be {want}, got {shown}{kind_of}")
+
+
 def _replace(obj: Any, values: dict[str, Any], where: str) -> Any:
-    names = {f.name for f in dataclasses.fields(obj)}
-    unknown = sorted(set(values) - names)
+    hints = typing.get_type_hints(type(obj))
+    unknown = sorted(set(values) - set(hints))
     if unknown:
-        raise ConfigError(f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
-    fixed = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+        raise ConfigError(f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(hints))}")
+    fixed = {k: _check_type(where, k, v, hints[k]) for k, v in values.items()}
     try:
         return dataclasses.replace(obj, **fixed)
     except TypeError as e:
@@ -166,6 +201,9 @@ def override(cfg: RunConfig, values: dict[str, Any]) -> RunConfig:
     >>> override(preset("smoke"), {"iterations": 3, "play": {"max_turns": 5}}).play.max_turns
     5
     """
+    for k in _SECTIONS:
+        if k in values and not isinstance(values[k], dict):
+            raise ConfigError(f"{k} must be a table of settings ([{k}] in a TOML file), got {values[k]!r}")
     top = {k: v for k, v in values.items() if k not in _SECTIONS and k != "preset"}
     sections = {k: _replace(getattr(cfg, k), v, f"[{k}]") for k, v in values.items()
                 if k in _SECTIONS}
@@ -173,15 +211,26 @@ def override(cfg: RunConfig, values: dict[str, Any]) -> RunConfig:
 
 
 def load_config(path: str | Path | None = None, *, preset_name: str | None = None) -> RunConfig:
-    """The run configuration: a preset (``preset_name``, else the file's ``preset = "..."``, else
-    ``cpu``) with a TOML file's settings on top. Errors name the file and the setting."""
+    """The run configuration: a preset with a TOML file's settings on top.
+
+    Precedence, one rule: a command-line flag beats the config file, which beats the preset.
+    The preset is ``preset_name`` (``--preset``) when given, else the file's ``preset = "..."``,
+    else ``cpu``. Errors name the file and the setting.
+    """
     import tomllib
 
     values: dict[str, Any] = {}
     if path is not None:
         try:
             values = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise ConfigError(f"cannot read config {path}: {e}") from e
-    base = preset(preset_name or values.get("preset", "cpu"))
-    return override(base, values) if values else base
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            reason = "it is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else e
+            raise ConfigError(f"cannot read config {path}: {reason}") from e
+    named = values.get("preset", "cpu")
+    if not isinstance(named, str) or named not in PRESETS:
+        raise ConfigError(f"{path}: preset must be one of {', '.join(PRESETS)}, got {named!r}")
+    base = preset(preset_name or named)
+    try:
+        return override(base, values) if values else base
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e.reason}" if path is not None else e.reason) from e

@@ -246,8 +246,10 @@ def test_list_filters_find_by_prefix_and_codes(arc: Archive) -> None:
     assert sorted(arc.env_codes()) == sorted([recs[0].code, recs[2].code])
     assert arc.find_env(recs[0].env_id[:10].upper()) == recs[0]
     with pytest.raises(ArchiveError, match="no environment id"):
+        arc.find_env("ffff" if not recs[0].env_id.startswith("ffff") else "eeee")
+    with pytest.raises(ArchiveError, match="hex characters"):
         arc.find_env("zzzz")
-    with pytest.raises(ArchiveError, match="at least 4"):
+    with pytest.raises(ArchiveError, match="4 or more"):
         arc.find_env("ab")
 
 
@@ -533,7 +535,7 @@ def test_export_jsonl_and_parquet(arc: Archive, tmp_path: Path, monkeypatch: pyt
     arc.add_env(a)
     arc.add_env(b)
     arc.record_env_stats(a.env_id, 1, plays=4, wins=1, regret=0.25)
-    assert export_envs(arc, tmp_path / "out" / "e.jsonl") == 2
+    assert export_envs(arc, tmp_path / "out" / "e.jsonl").written == 2
     rows = [json.loads(x) for x in (tmp_path / "out" / "e.jsonl").read_text().splitlines()]
     assert [(r["class_name"], r["plays"], r["win_rate"], r["failed_stage"]) for r in rows] == [
         ("AEnv", 4, 0.25, None), ("BEnv", None, None, "solvable")]
@@ -541,7 +543,7 @@ def test_export_jsonl_and_parquet(arc: Archive, tmp_path: Path, monkeypatch: pyt
     assert rows[0]["code"] == a.code
     import pyarrow.parquet as pq
 
-    assert export_envs(arc, tmp_path / "e.parquet", "parquet") == 2
+    assert export_envs(arc, tmp_path / "e.parquet", "parquet").written == 2
     table = pq.read_table(tmp_path / "e.parquet").to_pylist()
     assert [r["env_id"] for r in table] == [a.env_id, b.env_id] and table[0]["regret"] == 0.25
     monkeypatch.setitem(sys.modules, "pyarrow", None)

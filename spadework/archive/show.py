@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spadework.errors import ConfigError
+from spadework.errors import ArchiveError, ConfigError
 
 if TYPE_CHECKING:
     from spadework.archive.store import Archive
@@ -25,21 +25,34 @@ def _num(x: float | None, fmt: str = ".2f") -> str:
 
 
 def ls_lines(archive: Archive, *, status: str | None = None, skill: str | None = None,
-             setting: str | None = None, limit: int | None = None) -> list[str]:
-    """A header and one line per environment: id, status, iteration, skill, class, plays,
-    latest win rate and regret, and the failing stage of a rejected one."""
+             setting: str | None = None, limit: int | None = None) -> tuple[list[str], int]:
+    """A header and one line per environment (id, status, iteration, skill, class, plays, latest
+    win rate and regret, the failing stage of a rejected one), and how many rows were skipped
+    because they could not be read (text that is not UTF-8, code that no longer matches its
+    id): a damaged row costs its own line, not the listing."""
+    from spadework.archive.records import ENV_STATUSES
+
+    if status is not None and status not in ENV_STATUSES:
+        raise ConfigError(f"--status must be one of {', '.join(ENV_STATUSES)}, got {status!r}")
     head = (f"{'env_id':<12}  {'status':<8}  {'iter':>4}  {'setting':<8}  {'skill':<22}  "
             f"{'class':<22}  {'plays':>5}  {'win':>5}  {'regret':>6}  failed")
-    lines = [head]
-    for rec in archive.list_envs(status=status, skill=skill, setting=setting, limit=limit):
-        st = archive.env_stats(rec.env_id)
+    lines, skipped = [head], 0
+    for env_id in archive.env_ids(status=status, skill=skill, setting=setting, limit=limit):
+        try:
+            rec = archive.get_env(env_id)
+            st = archive.env_stats(env_id)
+        except ArchiveError:
+            skipped += 1
+            continue
+        if rec is None:
+            continue
         lines.append(
             f"{rec.env_id[:12]:<12}  {rec.status:<8}  {rec.iteration:>4}  {rec.setting:<8}  "
             f"{(rec.skill or '-')[:22]:<22}  {rec.class_name[:22]:<22}  "
             f"{st.plays if st else 0:>5}  {_num(st.win_rate if st else None):>5}  "
             f"{_num(st.regret if st else None):>6}  {rec.failed_stage or ''}"
         )
-    return lines
+    return lines, skipped
 
 
 def show_text(archive: Archive, prefix: str) -> str:

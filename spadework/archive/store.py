@@ -46,7 +46,7 @@ from spadework.archive.records import (
     report_to_json,
     to_json,
 )
-from spadework.archive.schema import SCHEMA_VERSION, migrate
+from spadework.archive.schema import SCHEMA_VERSION, check_version, migrate
 from spadework.errors import ArchiveError
 from spadework.types import Episode
 
@@ -76,16 +76,40 @@ def _wal(conn: sqlite3.Connection, busy_timeout_s: float) -> str:
             time.sleep(0.01)
 
 
+def _connect_read_only(path: Path, busy_timeout_s: float) -> tuple[sqlite3.Connection, str]:
+    """A read-only connection to ``path`` (``mode=ro``, else ``immutable=1``) and a note."""
+    from urllib.parse import quote
+
+    target = quote(str(path.resolve()))
+    tries = ((f"file:{target}?mode=ro", ""),
+             (f"file:{target}?immutable=1", f"{path} was opened as immutable (its folder is not "
+              "writable and it has no -shm file): commits of a run still writing it are not seen"))
+    last: sqlite3.Error | None = None
+    for uri, note in tries:
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, isolation_level=None,
+                               check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn, note
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            last = e
+            if "not a database" in str(e):
+                break
+    raise ArchiveError(f"cannot read {path}: {last} (is it a spadework archive?)")
+
+
 def _connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
                            check_same_thread=False)
     conn.row_factory = sqlite3.Row
     try:
-        conn.execute("PRAGMA application_id").fetchone()
+        check_version(conn, str(path))  # refuse another program's file before changing anything
         mode = _wal(conn, busy_timeout_s)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-    except sqlite3.DatabaseError:
+    except (sqlite3.DatabaseError, ArchiveError):
         conn.close()
         raise
     if str(mode).lower() != "wal":
@@ -105,6 +129,8 @@ class Archive:
         self.path = path
         #: The schema version the file had when opened (0 for a new file).
         self.migrated_from = migrated_from
+        #: What a reader should know about how the file was opened ("" when nothing).
+        self.note = ""
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool = True, busy_timeout_s: float = 30.0) -> Archive:
@@ -117,7 +143,10 @@ class Archive:
         if not path.exists():
             if not create:
                 raise ArchiveError(f"no archive at {path}; give --db FILE or --run-dir DIR of a run")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise ArchiveError(f"cannot create the folder of {path}: {e.strerror or e}") from e
         try:
             conn = _connect(path, busy_timeout_s)
         except sqlite3.Error as e:
@@ -130,6 +159,47 @@ class Archive:
                 raise
             raise ArchiveError(f"cannot bring {path} to schema v{SCHEMA_VERSION}: {e}") from e
         return cls(conn, path, found)
+
+    @classmethod
+    def open_read_only(cls, path: str | Path, *, busy_timeout_s: float = 30.0) -> Archive:
+        """Open an existing archive for reading only: it is never created, never switched to
+        WAL, never migrated in place (an older schema is migrated in a copy held in memory), and
+        a file that is not a spadework archive is refused before anything touches it.
+
+        SQLite opens it with ``mode=ro``; when that fails because a WAL archive lies on
+        read-only media without its ``-shm`` file, with ``immutable=1`` instead, and
+        :attr:`note` then says that a live writer's recent commits are not seen.
+        """
+        path = Path(path)
+        if not path.exists():
+            raise ArchiveError(f"no archive at {path}; give --db FILE or --run-dir DIR of a run")
+        if not path.is_file():
+            raise ArchiveError(f"{path} is a directory, not an archive file; give --db FILE or "
+                               "--run-dir DIR")
+        if path.stat().st_size == 0:
+            raise ArchiveError(f"{path} is an empty file, not a spadework archive")
+        conn, note = _connect_read_only(path, busy_timeout_s)
+        try:
+            found = check_version(conn, str(path))
+            if found == 0:
+                raise ArchiveError(f"{path} is an SQLite file but not a spadework archive")
+            if found < SCHEMA_VERSION:
+                memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                conn.backup(memory)
+                conn.close()
+                conn = memory
+                conn.row_factory = sqlite3.Row
+                migrate(conn, str(path))
+            conn.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as e:
+            conn.close()
+            raise ArchiveError(f"cannot read {path} as an archive: {e}") from e
+        except ArchiveError:
+            conn.close()
+            raise
+        archive = cls(conn, path, found)
+        archive.note = note
+        return archive
 
     @property
     def schema_version(self) -> int:
@@ -181,9 +251,14 @@ class Archive:
             raise ArchiveError(f"archive {self.path}: {e}") from e
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        """Rows of a read-only SQL query (for reports and ad-hoc inspection)."""
+        """Rows of a read-only SQL query (for reports and ad-hoc inspection). A row SQLite cannot
+        return (text that is not UTF-8, a damaged page) raises :class:`ArchiveError`."""
         with self._lock:
-            return self._exec(sql, params).fetchall()
+            cursor = self._exec(sql, params)
+            try:
+                return cursor.fetchall()
+            except sqlite3.Error as e:
+                raise ArchiveError(f"archive {self.path}: {e}") from e
 
     def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         try:
@@ -213,9 +288,10 @@ class Archive:
         return R.env_from_row(rows[0]) if rows else None
 
     def find_env(self, prefix: str) -> EnvRecord:
-        """The one environment whose id starts with ``prefix`` (at least 4 hex digits)."""
-        if len(prefix) < 4:
-            raise ArchiveError("give at least 4 characters of the environment id")
+        """The one environment whose id starts with ``prefix`` (at least 4 hex characters)."""
+        if len(prefix) < 4 or any(c not in "0123456789abcdefABCDEF" for c in prefix):
+            raise ArchiveError(f"{prefix!r} is not an environment id: give its first 4 or more hex "
+                               "characters (0-9, a-f), as `spadework archive ls` prints them")
         rows = self.query("SELECT * FROM envs WHERE env_id >= ? AND env_id < ? LIMIT 2",
                           (prefix.lower(), prefix.lower() + "g"))
         if not rows:
@@ -227,17 +303,14 @@ class Archive:
     def list_envs(self, *, status: str | None = None, skill: str | None = None,
                   setting: str | None = None, limit: int | None = None) -> list[EnvRecord]:
         """Environments matching every given filter, oldest iteration first."""
-        where, params = [], []
-        for col, val in (("status", status), ("skill", skill), ("setting", setting)):
-            if val is not None:
-                where.append(f"{col} = ?")
-                params.append(val)
-        sql = "SELECT * FROM envs" + (f" WHERE {' AND '.join(where)}" if where else "")
-        sql += " ORDER BY iteration, created_at, env_id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(int(limit))
+        sql, params = _env_filter("*", status, skill, setting, limit)
         return [R.env_from_row(r) for r in self.query(sql, params)]
+
+    def env_ids(self, *, status: str | None = None, skill: str | None = None,
+                setting: str | None = None, limit: int | None = None) -> list[str]:
+        """The ids :meth:`list_envs` would return, in its order (to read rows one by one)."""
+        sql, params = _env_filter("env_id", status, skill, setting, limit)
+        return [r[0] for r in self.query(sql, params)]
 
     def env_codes(self, status: str = "accepted") -> list[str]:
         """The code of every environment of a status (e.g. to build a novelty index)."""
@@ -404,6 +477,21 @@ class Archive:
         return bool(rows) and all(
             (r := report_from_json(row["report"])) is not None and r.max_turns == max_turns
             for row in rows)
+
+
+def _env_filter(columns: str, status: str | None, skill: str | None, setting: str | None,
+                limit: int | None) -> tuple[str, list[Any]]:
+    where, params = [], []
+    for col, val in (("status", status), ("skill", skill), ("setting", setting)):
+        if val is not None:
+            where.append(f"{col} = ?")
+            params.append(val)
+    sql = f"SELECT {columns} FROM envs" + (f" WHERE {' AND '.join(where)}" if where else "")
+    sql += " ORDER BY iteration, created_at, env_id"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(int(limit))
+    return sql, params
 
 
 def _version(conn: sqlite3.Connection) -> int:

@@ -250,6 +250,26 @@ def pull(name: str, *, cache_dir: Path | None = None, accept_unlicensed: bool = 
     return d / "hf"
 
 
+def check_model(model: str | Path | None, cache_dir: Path | None = None) -> None:
+    """Raise PolicyError, with what to do, when ``model`` cannot be loaded as named; downloads
+    and loads nothing, so a command can check it before any heavy work. See
+    :func:`resolve_model` for what a name may be."""
+    name = str(model) if model is not None else DEFAULT_MODEL
+    if name in known_models():
+        if not is_pulled(name, cache_dir) and not model_spec(name).licensed:
+            raise PolicyError(f"{name} is not pulled; run `spadework models pull {name} "
+                              "--accept-unlicensed` (it has no stated licence)")
+        return
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise PolicyError(f"{path} has no config.json: not a transformers model folder")
+        return
+    if "/" in name and not name.startswith((".", "/", "~")):
+        return
+    raise _unknown(name)
+
+
 def resolve_model(
     model: str | Path | None, cache_dir: Path | None = None
 ) -> tuple[Path | str, bool]:
@@ -260,21 +280,12 @@ def resolve_model(
     used as is. ``org/name`` that is not a folder is a hub id (online). Anything else is an
     unknown name and the error lists the known ones.
     """
+    check_model(model, cache_dir)
     name = str(model) if model is not None else DEFAULT_MODEL
     if name in known_models():
-        spec = model_spec(name)
-        if not is_pulled(name, cache_dir) and not spec.licensed:
-            raise PolicyError(f"{name} is not pulled; run `spadework models pull {name} "
-                              "--accept-unlicensed` (it has no stated licence)")
         return pull(name, cache_dir=cache_dir), True
     path = Path(name).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise PolicyError(f"{path} has no config.json: not a transformers model folder")
-        return path, True
-    if "/" in name and not name.startswith((".", "/", "~")):
-        return name, False
-    raise _unknown(name)
+    return (path, True) if path.is_dir() else (name, False)
 
 
 def list_models(cache_dir: Path | None = None) -> list[dict[str, object]]:

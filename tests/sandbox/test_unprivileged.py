@@ -1,9 +1,11 @@
-"""The attack suite must also pass for a caller that is not root.
+"""The attack suite, and reading archives on read-only locations, must also hold for a caller
+that is not root.
 
-As root, this re-runs a representative subset of ``test_attacks.py`` in a pytest subprocess that
-has switched to uid/gid 65534 first (the sandbox then uses a user namespace instead of a uid drop,
-and seccomp plus Landlock carry the confinement). When the suite already runs unprivileged, it is
-its own proof and this test skips.
+As root, this re-runs the whole of ``test_attacks.py`` (the sandbox then uses a user namespace
+instead of a uid drop, and seccomp plus Landlock carry the confinement) and
+``tests/test_archive_read_only.py`` (file permissions bind only an unprivileged user) in a pytest
+subprocess that has switched to uid/gid 65534 first. When the suite already runs unprivileged,
+it is its own proof and these tests skip.
 """
 
 from __future__ import annotations
@@ -20,11 +22,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 NOBODY = 65534
-SUBSET = (
-    "isolation_matches_privilege or read_files or write_outside or connect or fork_bomb or "
-    "raw_syscalls or proc_and_signals or no_exec or import_or_patch or garbage or memory_bomb or "
-    "filling or forged or regaining"
-)
 
 
 def _blocked_ancestor(path: Path) -> Path | None:
@@ -70,8 +67,8 @@ def _become_nobody() -> None:
     os.setresuid(NOBODY, NOBODY, NOBODY)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="already unprivileged: the whole suite is the proof")
-def test_attack_subset_as_nobody():
+def _pytest_as_nobody(*tests: str, timeout: float = 300) -> str:
+    """Run pytest on ``tests`` as uid 65534; the tail of its output (asserted to pass)."""
     base = tempfile.mkdtemp(prefix="spadework-nobody-")
     os.chown(base, NOBODY, NOBODY)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": base, "OMP_NUM_THREADS": "1",
@@ -79,12 +76,28 @@ def test_attack_subset_as_nobody():
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
-             os.path.join(base, "pt"), str(REPO / "tests/sandbox/test_attacks.py"), "-k", SUBSET],
+             os.path.join(base, "pt"), *(str(REPO / t) for t in tests)],
             cwd=REPO, env=env, preexec_fn=_become_nobody, capture_output=True, text=True,
-            timeout=240,
+            timeout=timeout,
         )
     finally:
         shutil.rmtree(base, ignore_errors=True)
     tail = (proc.stdout + proc.stderr)[-3000:]
     assert proc.returncode == 0, tail
     assert " passed" in tail, tail  # layer-specific skips are allowed, as for root
+    return tail
+
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="already unprivileged: the suite is the proof")
+
+
+@ROOT_ONLY
+def test_the_whole_attack_suite_as_nobody():
+    tail = _pytest_as_nobody("tests/sandbox/test_attacks.py")
+    assert "deselected" not in tail
+
+
+@ROOT_ONLY
+def test_reading_archives_on_read_only_locations_as_nobody():
+    tail = _pytest_as_nobody("tests/test_archive_read_only.py", timeout=120)
+    assert "skipped" not in tail  # the permission tests ran, not skipped as under root
