@@ -15,10 +15,16 @@ from spadework.train.batch import (
     reference_designer_scale,
 )
 from spadework.train.grpo import Learner, TrainConfig
-from spadework.train.sync import InProcessSync, VLLMLoraSync, WeightSync
+from spadework.train.sync import (
+    InProcessSync,
+    LlamaCppLoraSync,
+    VLLMLoraSync,
+    WeightSync,
+    weight_sync_for,
+)
 
 __all__ = [
-    "Assembly", "InProcessSync", "Learner", "Sample", "TrainConfig", "VLLMLoraSync", "WeightSync",
-    "agent_assembly", "agent_samples", "attempt_key", "designer_assembly", "designer_samples",
-    "reference_designer_scale",
+    "Assembly", "InProcessSync", "Learner", "LlamaCppLoraSync", "Sample", "TrainConfig",
+    "VLLMLoraSync", "WeightSync", "agent_assembly", "agent_samples", "attempt_key", "designer_assembly", "designer_samples",
+    "reference_designer_scale", "weight_sync_for",
 ]
