@@ -2,10 +2,15 @@
 (``python -m llama_cpp.server`` from ``llama-cpp-python[server]``) on loopback, serving the
 default model's GGUF.
 
-That server reports logprobs as text pieces, not token ids, and does not return prompt ids, so
-the client rebuilds ids from text with the local tokenizer and says so (``ids_from ==
-"retokenized"``); the test checks those ids are the ones the text encodes and that the logprobs
-line up with them one to one.
+What that server does and does not do, and so what the client gets from it:
+
+- chat: text and per-token logprobs (only when ``top_logprobs`` is sent too: with ``logprobs:
+  true`` alone it returns ``logprobs: null``), tokens as text pieces, no token ids and no prompt
+  ids. The client rebuilds ids from the text with the local tokenizer and says so
+  (``ids_from == "retokenized"``); the test checks they line up one to one with the logprobs.
+- completions: prompts must be strings; a token-id prompt (the client's completions mode) is
+  refused (HTTP 500 with a validation message), which the client reports as a ``PolicyError``
+  quoting the server.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import urllib.request
 
 import pytest
 
+from spadework.errors import PolicyError
 from spadework.policy.base import Conversation, SamplingParams
 from spadework.policy.openai import OpenAIPolicy
 
@@ -62,8 +68,10 @@ def llama_server(default_model_dir):
 
 def test_chat_mode_gets_text_logprobs_and_ids(llama_server, hf_policy):
     client = OpenAIPolicy(llama_server, "smollm2", tokenizer=hf_policy.tokenizer,
-                          context_length=2048, timeout_s=60, retries=0)
-    conv = Conversation(messages=({"role": "user", "content": "What is the capital of France?"},))
+                          context_length=2048, timeout_s=60, retries=0,
+                          extra_body={"top_logprobs": 1})
+    conv = Conversation(messages=({"role": "user", "content":
+                                   "What is the capital of France? Answer in one word."},))
     (c,) = client.chat([conv], SamplingParams(temperature=0, max_tokens=12, seed=3))
     assert "Paris" in c.text
     assert c.ids_from == "retokenized"
@@ -73,15 +81,22 @@ def test_chat_mode_gets_text_logprobs_and_ids(llama_server, hf_policy):
     assert all(lp <= 0 and math.isfinite(lp) for lp in c.logprobs)
 
 
-def test_completions_mode_sends_token_ids_and_reads_logprobs(llama_server, hf_policy):
+def test_sampled_chat_logprobs_are_close_to_the_learners(llama_server, hf_policy):
+    """At T = 0.7 the server's logprobs of its sampled tokens are those of llama.cpp on the Q4_1
+    file; against the learner's teacher-forced ones they differ by kernel noise only."""
+    from spadework.policy.hf import teacher_forced_logprobs
+
+    client = OpenAIPolicy(llama_server, "smollm2", tokenizer=hf_policy.tokenizer,
+                          context_length=2048, retries=0, extra_body={"top_logprobs": 1})
+    (c,) = client.chat(["Name three colours."], SamplingParams(temperature=1.0, max_tokens=16,
+                                                                seed=1))
+    assert len(c.logprobs) == len(c.output_ids) > 0
+    ref = teacher_forced_logprobs(hf_policy.model, c.prompt_ids, c.output_ids, 1.0)
+    assert sum(abs(a - b) for a, b in zip(ref, c.logprobs)) / len(ref) < 0.2
+
+
+def test_token_id_prompts_are_refused_with_the_servers_reason(llama_server, hf_policy):
     client = OpenAIPolicy(llama_server, "smollm2", mode="completions",
                           tokenizer=hf_policy.tokenizer, context_length=2048, retries=0)
-    done = client.chat(["Name three colours.", "Say hi."],
-                       SamplingParams(temperature=0.7, max_tokens=8, seed=1))
-    assert len(done) == 2
-    for c in done:
-        assert c.prompt_ids == tuple(hf_policy.prompt_ids(Conversation(
-            messages=({"role": "user", "content": "Name three colours." if c is done[0]
-                       else "Say hi."},))))
-        assert c.text and len(c.output_ids) >= 1
-        assert not c.logprobs or len(c.logprobs) == len(c.output_ids)
+    with pytest.raises(PolicyError, match="HTTP 500 .*Input should be a valid string"):
+        client.chat(["Say hi."], SamplingParams(temperature=0, max_tokens=4))
