@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from spadework.errors import PolicyError
+from spadework.errors import ConfigError, PolicyError
 
 #: Weight types a copy can be made in, and their llama.cpp ``general.file_type`` codes.
 FILE_TYPES = {"f16": 1, "bf16": 32}
@@ -64,3 +64,20 @@ def dequantised_copy(src: str | Path, dst: str | Path, dtype: str = "f16") -> Pa
         writer.close()
     tmp.replace(dst)
     return dst
+
+
+WEIGHTS = ("f16", "bf16", "gguf")
+
+
+def weights_file(gguf: Path, weights: str) -> Path:
+    """The file to load for ``weights``: ``gguf`` itself, or its 16-bit copy (made on first
+    use; named after the source's size and mtime, so a re-pulled source gets a fresh copy)."""
+    if weights not in WEIGHTS:
+        raise ConfigError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    if weights == "gguf":
+        return gguf
+    if not gguf.is_file():
+        raise PolicyError(f"no GGUF file at {gguf}")
+    stat = gguf.stat()
+    copy = gguf.with_name(f"{gguf.stem}.{weights}-{stat.st_size}-{int(stat.st_mtime)}.gguf")
+    return copy if copy.is_file() else dequantised_copy(gguf, copy, weights)

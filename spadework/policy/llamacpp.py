@@ -388,6 +388,8 @@ def load_llamacpp_policy(
     """
     from transformers import AutoTokenizer, GenerationConfig
 
+    from spadework.policy.gguf_copy import weights_file
+
     from spadework.policy.registry import DEFAULT_MODEL, known_models, model_dir, resolve_model
 
     path, local_only = resolve_model(model, cache_dir=cache_dir)
@@ -397,7 +399,7 @@ def load_llamacpp_policy(
             raise PolicyError(f"the llama.cpp backend needs a GGUF: {model!r} is not a registry "
                               "model, so pass gguf= (the file the folder was converted from)")
         gguf = model_dir(name, cache_dir) / f"{name}.gguf"
-    gguf = _weights_file(Path(gguf), weights)
+    gguf = weights_file(Path(gguf), weights)
     if not local_only:
         raise PolicyError(f"the llama.cpp backend runs offline models only, not hub id {model!r}")
     try:
@@ -410,21 +412,3 @@ def load_llamacpp_policy(
                           threads=threads, kv_type=kv_type,
                           eos_token_ids=[i for i in eos if i is not None], hf_dir=path)
 
-
-WEIGHTS = ("f16", "bf16", "gguf")
-
-
-def _weights_file(gguf: Path, weights: str) -> Path:
-    """The file to load for ``weights``: ``gguf`` itself, or its 16-bit copy (made on first
-    use; named after the source's size and mtime, so a re-pulled source gets a fresh copy)."""
-    from spadework.policy.gguf_copy import dequantised_copy
-
-    if weights not in WEIGHTS:
-        raise ConfigError(f"weights must be one of {WEIGHTS}, got {weights!r}")
-    if weights == "gguf":
-        return gguf
-    if not gguf.is_file():
-        raise PolicyError(f"no GGUF file at {gguf}")
-    stat = gguf.stat()
-    copy = gguf.with_name(f"{gguf.stem}.{weights}-{stat.st_size}-{int(stat.st_mtime)}.gguf")
-    return copy if copy.is_file() else dequantised_copy(gguf, copy, weights)

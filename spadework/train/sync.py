@@ -142,13 +142,17 @@ def weight_sync_for(policy: Any, learner: Any) -> WeightSync:
     :class:`LlamaCppLoraSync`. An ``OpenAIPolicy`` needs a server-side setup (see
     :class:`VLLMLoraSync`), so it is refused here with that advice.
     """
-    kind = type(policy).__name__
-    if kind == "LlamaCppPolicy":
+    from spadework.policy.hf import HFPolicy
+    from spadework.policy.llamacpp import LlamaCppPolicy
+    from spadework.policy.openai import OpenAIPolicy
+
+    if isinstance(policy, LlamaCppPolicy):
         return LlamaCppLoraSync(policy)
-    if hasattr(policy, "model") and getattr(policy, "model", None) is learner.model:
+    if isinstance(policy, HFPolicy) and policy.model is learner.model:
         return InProcessSync(policy)
-    if kind == "OpenAIPolicy":
+    if isinstance(policy, OpenAIPolicy):
         raise ConfigError("an OpenAI-compatible sampler needs a server-side sync: build "
                           "VLLMLoraSync(base_url, adapter_dir, policy=...) yourself")
-    raise ConfigError(f"no weight sync for a {kind} whose module is not the learner's; build the "
-                      "Learner on learner_policy(policy) (spadework.policy.load)")
+    raise ConfigError(f"no weight sync for a {type(policy).__name__} whose module is not the "
+                      "learner's; build the Learner on learner_policy(policy) "
+                      "(spadework.policy.load)")

@@ -195,3 +195,36 @@ def test_sampled_logprobs_follow_the_convention_and_the_learner(engine, hf_polic
     assert len(ratios) > 100
     assert abs(mean - 1) < RATIO_TOL, f"mean ratio {mean:.4f}"
     assert abs(sum(wrong) / len(wrong) - 1) > 5 * RATIO_TOL
+
+
+def test_the_factory_names_its_backends():
+    from spadework.policy import load_policy
+
+    with pytest.raises(ConfigError, match="unknown backend 'vllm'; choose one of hf, llamacpp"):
+        load_policy("vllm")
+    with pytest.raises(ConfigError, match="runs on the CPU"):
+        load_policy("llamacpp", device="cuda")
+    with pytest.raises(ConfigError, match="weights must be one of"):
+        load_policy("llamacpp", weights="q2")
+
+
+def test_the_16_bit_copy_keeps_every_key_and_tensor(default_model_dir, tmp_path):
+    import gguf
+    import numpy as np
+
+    from spadework.policy.gguf_copy import dequantised_copy
+
+    src = next(default_model_dir.parent.glob("*instruct.gguf"))
+    with pytest.raises(PolicyError, match="f16 or bf16"):
+        dequantised_copy(src, tmp_path / "x.gguf", "q8_0")
+    a, b = gguf.GGUFReader(str(src)), gguf.GGUFReader(str(dequantised_copy(src, tmp_path / "c.gguf")))
+    assert set(a.fields) == set(b.fields)
+    assert b.fields["general.file_type"].contents() == 1
+    assert b.fields["tokenizer.chat_template"].contents() == a.fields["tokenizer.chat_template"].contents()
+    assert [t.name for t in a.tensors] == [t.name for t in b.tensors]
+    q = gguf.GGMLQuantizationType
+    assert {t.tensor_type for t in b.tensors} == {q.F16, q.F32}
+    blk = next(t for t in a.tensors if t.name == "blk.0.attn_q.weight")
+    copy = next(t for t in b.tensors if t.name == "blk.0.attn_q.weight")
+    exact = gguf.quants.dequantize(blk.data, blk.tensor_type)
+    assert np.abs(copy.data.astype(np.float32) - exact).max() <= np.abs(exact).max() * 2**-10
