@@ -136,26 +136,33 @@ def models_pull(
 def generate(
     prompt: str = typer.Argument(..., help="The user message."),
     model: str = typer.Option(None, "--model", help="Registry name, local folder or hub id."),
+    backend: str = typer.Option("hf", "--backend", help="hf (transformers) or llamacpp."),
+    n: int = typer.Option(1, "--n", min=1, help="Parallel completions, generated as one batch."),
     max_tokens: int = typer.Option(128, "--max-tokens", min=1, help="Most tokens to generate."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 = greedy."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed (same seed, same completion)."),
-    device: str = typer.Option("cpu", "--device", help="cpu, or cuda[:N] where torch has CUDA."),
+    device: str = typer.Option("cpu", "--device", help="hf only (cpu, or cuda[:N] where torch has "
+                               "CUDA); llamacpp runs on the CPU."),
+    threads: int = typer.Option(None, "--threads", min=1, help="llamacpp threads (default: all cores)."),
 ) -> None:
-    """One chat completion from the model, printed with its speed in tokens/s."""
+    """Chat completions from the model, printed with the aggregate speed in tokens/s."""
     import time
 
-    from spadework.policy import SamplingParams
-    from spadework.policy.hf import load_hf_policy
+    from spadework.policy import SamplingParams, load_policy
 
     with _reported(SpadeworkError):
-        policy = load_hf_policy(model, device=device)
-        params = SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed)
+        policy = load_policy(backend, model, max_batch_size=n, device=device, threads=threads)
+        params = SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed, n=n)
         start = time.perf_counter()
-        (c,) = policy.chat([prompt], params)
+        done = policy.chat([prompt], params)
     secs = time.perf_counter() - start
-    typer.echo(c.text)
-    typer.echo(f"[{len(c.output_ids)} tokens in {secs:.2f} s, {len(c.output_ids) / secs:.1f} "
-               f"tokens/s, finish={c.finish_reason}]", err=True)
+    for k, c in enumerate(done):
+        if n > 1:
+            typer.echo(f"--- completion {k + 1} of {n} (finish={c.finish_reason})")
+        typer.echo(c.text)
+    tokens = sum(len(c.output_ids) for c in done)
+    typer.echo(f"[{backend}: {n} completion(s), {tokens} tokens in {secs:.2f} s, "
+               f"{tokens / secs:.1f} tokens/s aggregate, finish={done[-1].finish_reason}]", err=True)
 
 
 @app.command()

@@ -1,7 +1,9 @@
-"""Models: the ``Policy`` protocol and its backends (transformers, OpenAI-compatible servers).
+"""Models: the ``Policy`` protocol and its backends (transformers, llama.cpp, OpenAI-compatible
+servers).
 
-Only the light records are re-exported here; backends import torch or open sockets, so import
-them from their modules (``spadework.policy.hf``, ``spadework.policy.openai``).
+Only the light records and the factory are re-exported here; backends import torch, load shared
+libraries or open sockets, so they are imported by ``load_policy`` when called, or from their
+modules (``spadework.policy.hf``, ``spadework.policy.llamacpp``, ``spadework.policy.openai``).
 """
 
 from spadework.policy.base import (
@@ -11,8 +13,10 @@ from spadework.policy.base import (
     SamplingParams,
     as_conversation,
 )
+from spadework.policy.load import BACKENDS, learner_policy, load_policy
 from spadework.policy.registry import DEFAULT_MODEL
 
 __all__ = [
-    "DEFAULT_MODEL", "Completion", "Conversation", "Policy", "SamplingParams", "as_conversation",
+    "BACKENDS", "DEFAULT_MODEL", "Completion", "Conversation", "Policy", "SamplingParams",
+    "as_conversation", "learner_policy", "load_policy",
 ]

@@ -234,7 +234,7 @@ class HFPolicy:
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         gens = [torch.Generator().manual_seed(s) for s in seeds]
         budgets = [min(params.max_tokens, self._context - len(p)) for p in prompts]
-        rows = [_Row(budget) for budget in budgets]
+        rows = [DecodeRow(budget) for budget in budgets]
         out = self.model(
             input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1
         )
@@ -269,8 +269,12 @@ class HFPolicy:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False)
 
 
-class _Row:
-    """Mutable bookkeeping of one row during decoding (local to one ``_decode_loop`` call)."""
+class DecodeRow:
+    """Mutable bookkeeping of one row during decoding (local to one decode call).
+
+    ``policy`` is anything with ``stop_token_ids`` and ``decode(ids)`` (both local backends use
+    it, so a row ends on the same token and yields the same text in either).
+    """
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -279,7 +283,7 @@ class _Row:
         self.finished = False
         self.reason = "length"
 
-    def push(self, tok: int, lp: float, policy: HFPolicy, stops: Sequence[str]) -> None:
+    def push(self, tok: int, lp: float, policy: Any, stops: Sequence[str]) -> None:
         self.ids.append(tok)
         self.lps.append(lp)
         if tok in policy.stop_token_ids:
@@ -289,7 +293,7 @@ class _Row:
         elif len(self.ids) >= self.budget:
             self.finished = True
 
-    def completion(self, prompt: list[int], policy: HFPolicy, stops: Sequence[str]) -> Completion:
+    def completion(self, prompt: list[int], policy: Any, stops: Sequence[str]) -> Completion:
         text, _ = cut_at_stop(policy.decode(self.ids), stops)
         return Completion(
             text=text,
@@ -306,6 +310,7 @@ def load_hf_policy(
     device: str = "cpu",
     dtype: str | None = None,
     max_batch_size: int = 16,
+    context_length: int | None = None,
     cache_dir: Path | None = None,
 ) -> HFPolicy:
     """Load a registry name (pulled on first use if licensed), a local HF folder, or a hub id.
@@ -330,10 +335,12 @@ def load_hf_policy(
         )
     except (OSError, ValueError) as e:
         raise PolicyError(f"cannot load model {model!r} from {path}: {e}") from e
-    return HFPolicy(lm.to(device), tok, max_batch_size=max_batch_size)
+    return HFPolicy(lm.to(device), tok, max_batch_size=max_batch_size,
+                    context_length=context_length)
 
 
 __all__ = [
+    "DecodeRow",
     "HFPolicy",
     "chat_prompt_ids",
     "derive_seed",

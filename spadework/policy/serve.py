@@ -10,6 +10,12 @@ model); it is for tests, demos and a single user, not for throughput (use vLLM o
 
 Endpoints: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions``,
 ``POST /v1/completions`` (``prompt``: a string or a list of token ids).
+
+``stream: true`` is answered with server-sent events in OpenAI's chunk format (``data: {...}``
+lines, then ``data: [DONE]``; with ``stream_options.include_usage`` a last chunk carries the
+usage). The policy generates whole completions, so each choice arrives as one content chunk
+(with its logprobs and token ids when asked) followed by a chunk with its finish reason: a
+streaming client gets the complete reply, not token-by-token progress.
 """
 
 from __future__ import annotations
@@ -80,7 +86,24 @@ class _Handler(BaseHTTPRequestHandler):
         except (json.JSONDecodeError, UnicodeDecodeError, ConfigError, PolicyError, KeyError) as e:
             self._send(400, {"error": {"message": str(e), "type": type(e).__name__}})
             return
-        self._send(200, reply)
+        if body.get("stream"):
+            self._send_events(stream_chunks(reply, body))
+        else:
+            self._send(200, reply)
+
+    def _send_events(self, chunks: list[dict[str, Any]]) -> None:
+        """Server-sent events: one ``data:`` line per chunk, then ``[DONE]``; the connection
+        closes after it (no Content-Length on an event stream)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for chunk in chunks:
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
 
     def _send(self, code: int, obj: dict[str, Any]) -> None:
         data = json.dumps(obj).encode()
@@ -89,6 +112,36 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def stream_chunks(reply: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A finished reply as OpenAI streaming chunks: per choice one chunk with the content (chat:
+    ``delta``; completions: ``text``) and one with the finish reason; usage last when
+    ``stream_options.include_usage`` is set.
+
+    >>> r = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "usage": {},
+    ...      "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
+    ...                   "finish_reason": "stop"}]}
+    >>> [c["choices"][0].get("delta") for c in stream_chunks(r, {})]
+    [{'role': 'assistant', 'content': 'hi'}, {}]
+    >>> stream_chunks(r, {})[-1]["choices"][0]["finish_reason"]
+    'stop'
+    """
+    chat = reply["object"] == "chat.completion"
+    head = {"id": reply["id"], "object": "chat.completion.chunk" if chat else "text_completion",
+            "created": reply["created"], "model": reply["model"]}
+    chunks = []
+    for choice in reply["choices"]:
+        first = {k: v for k, v in choice.items() if k not in ("message", "finish_reason")}
+        if chat:
+            first["delta"] = dict(choice["message"])
+        first["finish_reason"] = None
+        last = {"index": choice["index"], "finish_reason": choice["finish_reason"]}
+        last.update({"delta": {}} if chat else {"text": ""})
+        chunks += [{**head, "choices": [first]}, {**head, "choices": [last]}]
+    if (body.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**head, "choices": [], "usage": reply["usage"]})
+    return chunks
 
 
 class PolicyServer(ThreadingHTTPServer):

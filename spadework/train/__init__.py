@@ -6,9 +6,15 @@ happen inside the functions that need them; importing this package is cheap.
 
 from spadework.train.batch import Assembly, Sample, agent_assembly
 from spadework.train.grpo import Learner, TrainConfig
-from spadework.train.sync import InProcessSync, VLLMLoraSync, WeightSync
+from spadework.train.sync import (
+    InProcessSync,
+    LlamaCppLoraSync,
+    VLLMLoraSync,
+    WeightSync,
+    weight_sync_for,
+)
 
 __all__ = [
-    "Assembly", "InProcessSync", "Learner", "Sample", "TrainConfig", "VLLMLoraSync", "WeightSync",
-    "agent_assembly",
+    "Assembly", "InProcessSync", "Learner", "LlamaCppLoraSync", "Sample", "TrainConfig",
+    "VLLMLoraSync", "WeightSync", "agent_assembly", "weight_sync_for",
 ]

@@ -1,7 +1,7 @@
 """Moving the learner's weights to the sampler.
 
 ``WeightSync.push(learner)`` is called by the loop after each learner step and before the next
-sampling. Two implementations:
+sampling. Three implementations:
 
 - :class:`InProcessSync`: the sampler *is* the learner's module (``HFPolicy.model`` was wrapped
   in place), so nothing moves; ``push`` only checks that this is still true.
@@ -12,6 +12,12 @@ sampling. Two implementations:
   a shared file system), POSTs ``/v1/load_lora_adapter``, points the given ``OpenAIPolicy`` at the
   new adapter name, then unloads the previous adapter. Full fine-tuning has no adapter; a server
   then needs a restart on the saved model, which this module does not do.
+- :class:`LlamaCppLoraSync`: a ``LlamaCppPolicy`` in this process. ``push`` writes the learner's
+  LoRA matrices as a GGUF adapter (F32, scaling folded in; :mod:`spadework.policy.gguf_lora`)
+  and swaps it in on top of the unchanged quantised base. Never a merge into the quantised
+  weights: re-quantising every update would round small updates away and drift the base.
+
+:func:`weight_sync_for` picks the one that fits a sampler.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+import tempfile
+import time
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -94,3 +102,57 @@ class VLLMLoraSync:
             raise PolicyError(f"HTTP {e.code} from {url}: {detail}{hint}") from e
         except (urllib.error.URLError, OSError) as e:
             raise PolicyError(f"cannot reach {url}: {getattr(e, 'reason', e)}") from e
+
+
+class LlamaCppLoraSync:
+    """Pushes the learner's LoRA adapter into a ``LlamaCppPolicy``; see the module docstring.
+
+    ``adapter_dir`` holds the adapter files (a private temporary folder when not given; the
+    policy reads each file once, when it loads it). ``last_seconds`` is the cost of the last
+    push (extract, write, load), for the loop's metrics.
+    """
+
+    def __init__(self, policy: Any, adapter_dir: str | Path | None = None) -> None:
+        from spadework.policy.gguf_lora import BaseShape
+
+        self.policy = policy
+        self.base = BaseShape.from_gguf(policy.gguf)
+        self._tmp = None if adapter_dir else tempfile.TemporaryDirectory(prefix="spadework-lora-")
+        self.adapter_dir = Path(adapter_dir or self._tmp.name)
+        self.adapter_dir.mkdir(parents=True, exist_ok=True)
+        self.last_seconds = 0.0
+
+    def push(self, learner: Any) -> None:
+        from spadework.policy.gguf_lora import lora_pairs, write_adapter
+
+        if not learner.cfg.lora:
+            raise ConfigError("LlamaCppLoraSync needs a LoRA learner (lora=True): a full "
+                              "fine-tune would have to re-quantise the base at every update")
+        start = time.perf_counter()
+        path = self.adapter_dir / "adapter.gguf"
+        write_adapter(path, lora_pairs(learner.model), self.base)
+        self.policy.set_lora(path)
+        self.last_seconds = time.perf_counter() - start
+
+
+def weight_sync_for(policy: Any, learner: Any) -> WeightSync:
+    """The ``WeightSync`` that moves ``learner``'s weights into ``policy`` (the sampler).
+
+    ``HFPolicy`` trained in place: :class:`InProcessSync`. ``LlamaCppPolicy``:
+    :class:`LlamaCppLoraSync`. An ``OpenAIPolicy`` needs a server-side setup (see
+    :class:`VLLMLoraSync`), so it is refused here with that advice.
+    """
+    from spadework.policy.hf import HFPolicy
+    from spadework.policy.llamacpp import LlamaCppPolicy
+    from spadework.policy.openai import OpenAIPolicy
+
+    if isinstance(policy, LlamaCppPolicy):
+        return LlamaCppLoraSync(policy)
+    if isinstance(policy, HFPolicy) and policy.model is learner.model:
+        return InProcessSync(policy)
+    if isinstance(policy, OpenAIPolicy):
+        raise ConfigError("an OpenAI-compatible sampler needs a server-side sync: build "
+                          "VLLMLoraSync(base_url, adapter_dir, policy=...) yourself")
+    raise ConfigError(f"no weight sync for a {type(policy).__name__} whose module is not the "
+                      "learner's; build the Learner on learner_policy(policy) "
+                      "(spadework.policy.load)")

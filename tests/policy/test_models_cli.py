@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -34,3 +36,18 @@ def test_generate_prints_a_completion_and_its_speed(default_model_dir):
     assert r.returncode == 0, r.stderr
     assert "Paris" in r.stdout
     assert "tokens/s" in r.stderr
+
+
+def test_generate_with_the_llamacpp_backend_runs_n_completions_at_once(default_model_dir):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by `make setup`")
+    r = _run("generate", "Name a colour.", "--backend", "llamacpp", "--n", "3",
+             "--temperature", "1", "--max-tokens", "8", "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("--- completion") == 3
+    assert "llamacpp: 3 completion(s)" in r.stderr and "tokens/s aggregate" in r.stderr
+    assert r.stderr.count("\n") == 1  # nothing but our figure: no llama.cpp log leaks
+
+
+def test_generate_refuses_an_unknown_backend(default_model_dir):
+    r = _run("generate", "hi", "--backend", "vllm-please")
+    assert r.returncode == 1 and "unknown backend 'vllm-please'; choose one of hf, llamacpp" in r.stderr

@@ -104,3 +104,16 @@ def test_real_vllm_server_samples_with_the_pushed_adapter(tmp_path):
     VLLMLoraSync(url, tmp_path, policy=remote).push(learner)
     out = remote.chat([[{"role": "user", "content": "Say hi."}]], SamplingParams(max_tokens=8))
     assert remote.model == "spadework-0" and out[0].output_ids
+
+
+def test_weight_sync_for_the_learners_own_policy_is_in_process():
+    from spadework.errors import ConfigError
+    from spadework.policy.load import learner_policy
+    from spadework.train import weight_sync_for
+
+    policy = make_tiny_policy()
+    assert learner_policy(policy) is policy
+    learner = Learner(policy, TrainConfig())
+    assert isinstance(weight_sync_for(policy, learner), InProcessSync)
+    with pytest.raises(ConfigError, match="no weight sync for a HFPolicy"):
+        weight_sync_for(make_tiny_policy(), learner)

@@ -1,0 +1,414 @@
+"""The llama.cpp backend: fast CPU sampling from the quantised GGUF, LoRA applied on top.
+
+Why llama.cpp (measured on the 2-core machines this project targets; the table and the commands
+are in the README): its quantised CPU kernels sample the default model many times faster than the
+transformers backend, it loads LoRA adapters at run time on top of an unchanged quantised base
+(so weight sync is a few MB, see :mod:`spadework.policy.gguf_lora`), and ``llama-cpp-python``
+exposes its low-level API (batches of several sequences, per-row logits).
+
+How it keeps the Policy contract:
+
+- **Token ids are the learner's.** Prompts are rendered and tokenised by the HF tokenizer of the
+  converted model (``chat_prompt_ids``, the same call as ``HFPolicy``) and fed to llama.cpp as
+  ids; text is decoded by the same tokenizer. The GGUF and the converted folder share one
+  vocabulary (the folder was converted from this GGUF); the constructor checks the sizes agree.
+- **Sampling and logprobs are ours.** llama.cpp returns fp32 logits; the token is drawn by
+  ``spadework.policy.hf.sample_tokens`` from a generator seeded per (seed, conversation,
+  sample), and its logprob is ``log_softmax(logits / T)`` before top-k/top-p: exactly the
+  convention of :mod:`spadework.policy.base`, and a row's tokens do not depend on its neighbours
+  (up to float rounding).
+- **Many conversations at once**: continuous batching. Up to ``max_batch_size`` rows decode
+  together, each its own llama.cpp sequence; a finished row frees its sequence and the next
+  waiting row's prompt is prefilled in the same ``llama_decode`` as the others' next tokens.
+- The KV cache is sized to the call (grown, never shrunk): ``rows x (longest prompt + budget)``
+  cells. ``kv_type`` ``"f32"`` (default) or ``"f16"``.
+
+Precision, and the off-policy figure it gives (``tests/policy/test_llamacpp.py``): by default
+the engine samples from an F16 copy of the GGUF's dequantised weights
+(:mod:`spadework.policy.gguf_copy`), the learner trains on their exact fp32 dequantisation, and
+the LoRA tensors are F32, KV cache F32. What is left between them is F16 rounding of weights and
+activations and summation order. Measured at T = 0.7 on the default model: mean per-token
+``|lp_learner - lp_engine|`` 0.002 nats (max 0.014), mean importance ratio
+``exp(lp_learner - lp_engine)`` 1.000; the test holds it to 1 +- 0.01. Sampling from the Q4_1
+file itself (``weights="gguf"``) rounds activations to 8 bits: 0.06 nats mean, 0.4 max, mean
+ratio 0.993; BF16 sits between (0.013 mean). Truncated importance sampling (cap 2) has next to
+nothing to cut with F16.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import secrets
+import sys
+import threading
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from spadework.errors import ConfigError, PolicyError
+from spadework.policy.base import Completion, ConversationLike, SamplingParams
+from spadework.policy.hf import DecodeRow, chat_prompt_ids, sample_tokens
+from spadework.seeding import derive_seed
+
+KV_TYPES = ("f32", "f16")
+
+
+def _quiet_log(level: int, text: bytes, user_data: Any) -> None:
+    """llama.cpp logs model loading at INFO to stderr; failures come back as ``PolicyError``."""
+
+
+def _llama() -> Any:
+    """The ``llama_cpp`` module, imported on first use (it loads a shared library), with
+    llama.cpp's logging silenced and its backend initialised."""
+    try:
+        import llama_cpp
+    except ImportError as e:
+        raise PolicyError("the llama.cpp backend needs llama-cpp-python; run `make setup` "
+                          "(or pip install -e '.[models]')") from e
+    _silence(llama_cpp)
+    return llama_cpp
+
+
+@functools.cache
+def _silence(ll: Any) -> Any:
+    """Install the quiet log callback once per process. Cached, never freed: llama.cpp keeps
+    the pointer for good, so a callback owned by one policy would dangle once it is collected."""
+    callback = ll.llama_log_callback(_quiet_log)
+    ll.llama_log_set(callback, ctypes.c_void_p(0))
+    ll.llama_backend_init()
+    return callback
+
+
+class LlamaCppPolicy:
+    """A ``Policy`` over a GGUF model in llama.cpp; see the module docstring.
+
+    ``gguf``: the quantised model file; ``tokenizer``: the HF tokenizer of its converted folder
+    (``stop_token_ids`` adds ``eos_token_ids`` from its generation config); ``hf_dir``: that
+    folder, where the learner's trainable copy loads from (``spadework.policy.load``).
+    ``threads``: llama.cpp threads (default 1: its worker threads spin at every barrier, so on
+    two cores shared with anything else, two threads run several times slower than one).
+    ``context_length`` may lower the model's window. Not
+    thread-safe across calls of one instance (a lock serialises them). ``close()`` frees the
+    model; it is also a context manager.
+    """
+
+    def __init__(
+        self, gguf: str | Path, tokenizer: Any, *, max_batch_size: int = 16,
+        context_length: int | None = None, threads: int | None = None, kv_type: str = "f32",
+        eos_token_ids: Sequence[int] = (), hf_dir: str | Path | None = None,
+    ) -> None:
+        if max_batch_size < 1:
+            raise ConfigError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        if kv_type not in KV_TYPES:
+            raise ConfigError(f"kv_type must be one of {KV_TYPES}, got {kv_type!r}")
+        if threads is not None and threads < 1:
+            raise ConfigError(f"threads must be >= 1, got {threads}")
+        self.gguf = Path(gguf)
+        if not self.gguf.is_file():
+            raise PolicyError(f"no GGUF file at {self.gguf}")
+        self.tokenizer = tokenizer
+        self.hf_dir = Path(hf_dir) if hf_dir else None
+        self.max_batch_size = max_batch_size
+        self.threads = threads or 1
+        self.kv_type = kv_type
+        self._lock = threading.Lock()
+        self._ll = _llama()
+        mparams = self._ll.llama_model_default_params()
+        self._model = self._ll.llama_model_load_from_file(str(self.gguf).encode(), mparams)
+        if not self._model:
+            raise PolicyError(f"llama.cpp could not load {self.gguf} (not a GGUF model, or an "
+                              "architecture this llama.cpp build does not know)")
+        self._ctx: Any = None
+        self._ctx_shape = (0, 0)  # (sequences, cells per sequence) of the live context
+        self._adapter: Any = None
+        vocab = self._ll.llama_model_get_vocab(self._model)
+        self.n_vocab = int(self._ll.llama_vocab_n_tokens(vocab))
+        if len(tokenizer) > self.n_vocab:
+            self.close()
+            raise PolicyError(f"the tokenizer has {len(tokenizer)} tokens but {self.gguf.name} "
+                              f"has {self.n_vocab}: they are not the same model")
+        native = int(self._ll.llama_model_n_ctx_train(self._model))
+        self._context = min(context_length, native) if context_length else native
+        eos = {tokenizer.eos_token_id, *eos_token_ids}
+        self.stop_token_ids = frozenset(i for i in eos if i is not None)
+        if not self.stop_token_ids:
+            self.close()
+            raise PolicyError("the tokenizer has no end-of-sequence token; set tokenizer.eos_token")
+
+    @property
+    def context_length(self) -> int:
+        return self._context
+
+    def prompt_ids(self, conversation: ConversationLike) -> list[int]:
+        """Token ids of the conversation rendered by the chat template (as ``HFPolicy``)."""
+        return chat_prompt_ids(self.tokenizer, conversation)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of output ids, without a trailing end-of-sequence token."""
+        if ids and ids[-1] in self.stop_token_ids:
+            ids = ids[:-1]
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def chat(
+        self, conversations: Sequence[ConversationLike], params: SamplingParams
+    ) -> list[Completion]:
+        """Sample ``params.n`` completions per conversation; see ``Policy.chat``."""
+        return self.generate_ids([self.prompt_ids(c) for c in conversations], params)
+
+    def generate_ids(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+    ) -> list[Completion]:
+        """Continue raw token-id prompts (no template); same ordering and errors as ``chat``."""
+        prompts = [list(p) for p in prompts]
+        for i, p in enumerate(prompts):
+            if not p:
+                raise PolicyError(f"prompt {i} is empty")
+            if len(p) >= self._context:
+                raise PolicyError(
+                    f"prompt {i} has {len(p)} tokens but the model's context is "
+                    f"{self._context}; shorten it (drop early turns or the document)")
+            if max(p) >= self.n_vocab or min(p) < 0:
+                raise PolicyError(f"prompt {i} has a token id outside [0, {self.n_vocab})")
+        if not prompts:
+            return []
+        base_seed = params.seed if params.seed is not None else secrets.randbits(63)
+        rows = [(i, j) for i in range(len(prompts)) for j in range(params.n)]
+        row_prompts = [prompts[i] for i, _ in rows]
+        seeds = [derive_seed(base_seed, i, j) for i, j in rows]
+        with self._lock:
+            if self._model is None:
+                raise PolicyError("this LlamaCppPolicy was closed")
+            return self._decode(row_prompts, seeds, params)
+
+    def score(self, prompt_ids: Sequence[int], output_ids: Sequence[int],
+              temperature: float = 1.0) -> list[float]:
+        """Teacher-forced logprobs of ``output_ids`` after ``prompt_ids`` under the engine's
+        current weights (the counterpart of ``hf.teacher_forced_logprobs``; the sync probe)."""
+        import numpy as np
+        import torch
+
+        from spadework.policy.hf import token_logprobs
+
+        seq = list(prompt_ids) + list(output_ids)
+        if not prompt_ids or not output_ids or len(seq) > self._context:
+            raise PolicyError(f"score needs a prompt and an output within {self._context} tokens")
+        first = len(prompt_ids) - 1
+        with self._lock:
+            if self._model is None:
+                raise PolicyError("this LlamaCppPolicy was closed")
+            self._ensure_context(1, len(seq))
+            batch = self._ll.llama_batch_init(len(seq), 0, 1)
+            try:
+                self._submit(batch, [(t, k, 0, k >= first and k < len(seq) - 1)
+                                     for k, t in enumerate(seq)])
+            finally:
+                self._ll.llama_batch_free(batch)
+            logits = np.stack([self._logits_at(k) for k in range(first, len(seq) - 1)])
+        return token_logprobs(torch.from_numpy(logits), torch.tensor(list(output_ids)),
+                              temperature).tolist()
+
+    def set_lora(self, path: str | Path | None) -> None:
+        """Sample with the GGUF LoRA adapter at ``path`` from the next call on (``None``: none).
+
+        The previous adapter is freed. The base weights are never touched.
+        """
+        with self._lock:
+            new = None
+            if path is not None:
+                new = self._ll.llama_adapter_lora_init(self._model, str(path).encode())
+                if not new:
+                    raise PolicyError(f"llama.cpp could not load the LoRA adapter {path} (not a "
+                                      "GGUF adapter, or one for another base model)")
+            old, self._adapter = self._adapter, new
+            if self._ctx is not None:
+                self._apply_adapter()
+            if old is not None:
+                self._ll.llama_adapter_lora_free(old)
+
+    def close(self) -> None:
+        """Free the context, the adapter and the model (idempotent)."""
+        ll = getattr(self, "_ll", None)
+        if ll is None:
+            return
+        if getattr(self, "_ctx", None) is not None:
+            ll.llama_free(self._ctx)
+            self._ctx = None
+        if getattr(self, "_adapter", None) is not None:
+            ll.llama_adapter_lora_free(self._adapter)
+            self._adapter = None
+        if getattr(self, "_model", None):
+            ll.llama_model_free(self._model)
+        self._model = None
+
+    def __enter__(self) -> LlamaCppPolicy:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not sys.is_finalizing():  # at exit the bindings may already be torn down
+            self.close()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _apply_adapter(self) -> None:
+        ll = self._ll
+        if self._adapter is None:
+            rc = ll.llama_set_adapters_lora(self._ctx, None, 0, None)
+        else:
+            adapters = (ll.llama_adapter_lora_p_ctypes * 1)(self._adapter)
+            scales = (ctypes.c_float * 1)(1.0)
+            rc = ll.llama_set_adapters_lora(self._ctx, adapters, 1, scales)
+        if rc != 0:
+            raise PolicyError(f"llama.cpp refused to set the LoRA adapter (code {rc})")
+
+    def _ensure_context(self, n_seq: int, cells: int) -> None:
+        """A context for ``n_seq`` sequences of ``cells`` KV cells each (grown, never shrunk)."""
+        have_seq, have_cells = self._ctx_shape
+        if self._ctx is not None and have_seq >= n_seq and have_cells >= cells:
+            self._ll.llama_memory_clear(self._ll.llama_get_memory(self._ctx), True)
+            return
+        ll = self._ll
+        if self._ctx is not None:
+            ll.llama_free(self._ctx)
+            self._ctx = None
+        n_seq, cells = max(n_seq, have_seq), max(cells, have_cells)
+        cells = min(-(-cells // 256) * 256, self._context)
+        p = ll.llama_context_default_params()
+        p.n_ctx = n_seq * cells
+        p.n_batch = n_seq * cells  # a step may prefill every waiting prompt at once
+        p.n_seq_max = n_seq
+        p.n_threads = p.n_threads_batch = self.threads
+        p.kv_unified = False  # one KV stream per sequence: attention reads only its own cells
+        p.type_k = p.type_v = ll.GGML_TYPE_F32 if self.kv_type == "f32" else ll.GGML_TYPE_F16
+        p.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        p.no_perf = True
+        ctx = ll.llama_init_from_model(self._model, p)
+        if not ctx:
+            raise PolicyError(f"llama.cpp could not create a context of {n_seq} x {cells} cells "
+                              "(out of memory? lower max_batch_size or context_length)")
+        self._ctx, self._ctx_shape = ctx, (n_seq, cells)
+        self._apply_adapter()
+
+    def _decode(self, prompts: list[list[int]], seeds: list[int],
+                params: SamplingParams) -> list[Completion]:
+        import numpy as np
+        import torch
+
+        ll = self._ll
+        budgets = [min(params.max_tokens, self._context - len(p)) for p in prompts]
+        n_seq = min(self.max_batch_size, len(prompts))
+        self._ensure_context(n_seq, max(len(p) + b for p, b in zip(prompts, budgets)))
+        mem = ll.llama_get_memory(self._ctx)
+        rows = [DecodeRow(b) for b in budgets]
+        gens = [torch.Generator().manual_seed(s) for s in seeds]
+        waiting = deque(sorted(range(len(prompts)), key=lambda r: len(prompts[r])))
+        free = list(range(n_seq - 1, -1, -1))
+        seq_of: dict[int, int] = {}
+        active: list[int] = []  # rows with a sampled token not yet fed
+        batch = ll.llama_batch_init(self._ctx_shape[0] * self._ctx_shape[1], 0, 1)
+        try:
+            while waiting or active:
+                entries: list[tuple[int, int, int, bool]] = []  # token, pos, seq, wants logits
+                outs: list[int] = []  # rows that get a token this step
+                at: list[int] = []  # the batch index of each one's logits
+                for r in active:
+                    pos = len(prompts[r]) + len(rows[r].ids) - 1
+                    at.append(len(entries))
+                    entries.append((rows[r].ids[-1], pos, seq_of[r], True))
+                    outs.append(r)
+                while waiting and free:
+                    r = waiting.popleft()
+                    seq_of[r] = free.pop()
+                    last = len(prompts[r]) - 1
+                    at.append(len(entries) + last)
+                    entries += [(t, k, seq_of[r], k == last) for k, t in enumerate(prompts[r])]
+                    outs.append(r)
+                self._submit(batch, entries)
+                logits = np.stack([self._logits_at(i) for i in at])
+                tokens, lps = sample_tokens(torch.from_numpy(logits), params,
+                                            [gens[r] for r in outs])
+                active = []
+                for r, tok, lp in zip(outs, tokens.tolist(), lps.tolist()):
+                    rows[r].push(tok, lp, self, params.stop)
+                    if rows[r].finished:
+                        ll.llama_memory_seq_rm(mem, seq_of[r], -1, -1)
+                        free.append(seq_of.pop(r))
+                    else:
+                        active.append(r)
+        finally:
+            ll.llama_batch_free(batch)
+        done = [row.completion(p, self, params.stop) for row, p in zip(rows, prompts)]
+        return [Completion(text=c.text, prompt_ids=c.prompt_ids, output_ids=c.output_ids,
+                           logprobs=c.logprobs, finish_reason=c.finish_reason,
+                           metadata={"backend": "llamacpp"}) for c in done]
+
+    def _logits_at(self, index: int) -> Any:
+        """A copy of the logits of batch entry ``index`` of the last decode (float32 numpy)."""
+        import numpy as np
+
+        ptr = self._ll.llama_get_logits_ith(self._ctx, index)
+        if not ptr:
+            raise PolicyError(f"llama.cpp has no logits for batch entry {index}")
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+
+    def _submit(self, batch: Any, entries: list[tuple[int, int, int, bool]]) -> None:
+        """Fill ``batch`` with ``entries`` and run ``llama_decode``; raise ``PolicyError`` on
+        failure."""
+        for k, (tok, pos, seq, want) in enumerate(entries):
+            batch.token[k] = tok
+            batch.pos[k] = pos
+            batch.n_seq_id[k] = 1
+            batch.seq_id[k][0] = seq
+            batch.logits[k] = want
+        batch.n_tokens = len(entries)
+        rc = self._ll.llama_decode(self._ctx, batch)
+        if rc != 0:
+            raise PolicyError(f"llama_decode failed with code {rc} on a batch of {len(entries)} "
+                              "tokens (1: no room in the KV cache; < 0: an internal error)")
+
+
+def load_llamacpp_policy(
+    model: str | Path | None = None, *, max_batch_size: int = 16,
+    context_length: int | None = None, threads: int | None = None, kv_type: str = "f32",
+    weights: str = "f16", gguf: str | Path | None = None, cache_dir: Path | None = None,
+) -> LlamaCppPolicy:
+    """A ``LlamaCppPolicy`` for a registry model (its pulled GGUF and converted tokenizer).
+
+    ``model`` is a registry name (default: the default model; pulled first if licensed) or a
+    converted folder; a folder needs ``gguf=`` naming the GGUF it was converted from (a hub id
+    has no GGUF here). Nothing is downloaded except a licensed registry pull.
+
+    ``weights``: ``"f16"`` (default) or ``"bf16"`` sample from a 16-bit copy of the GGUF's
+    dequantised weights, made once beside it (:mod:`spadework.policy.gguf_copy`: faster in
+    batches and much closer to the learner); ``"gguf"`` samples from the quantised file itself.
+    """
+    from transformers import AutoTokenizer, GenerationConfig
+
+    from spadework.policy.gguf_copy import weights_file
+
+    from spadework.policy.registry import DEFAULT_MODEL, known_models, model_dir, resolve_model
+
+    path, local_only = resolve_model(model, cache_dir=cache_dir)
+    if gguf is None:
+        name = str(model) if model is not None else DEFAULT_MODEL
+        if name not in known_models():
+            raise PolicyError(f"the llama.cpp backend needs a GGUF: {model!r} is not a registry "
+                              "model, so pass gguf= (the file the folder was converted from)")
+        gguf = model_dir(name, cache_dir) / f"{name}.gguf"
+    gguf = weights_file(Path(gguf), weights)
+    if not local_only:
+        raise PolicyError(f"the llama.cpp backend runs offline models only, not hub id {model!r}")
+    try:
+        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        gen = GenerationConfig.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as e:
+        raise PolicyError(f"cannot load the tokenizer of {model!r} from {path}: {e}") from e
+    eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
+    return LlamaCppPolicy(gguf, tok, max_batch_size=max_batch_size, context_length=context_length,
+                          threads=threads, kv_type=kv_type,
+                          eos_token_ids=[i for i in eos if i is not None], hf_dir=path)
+

@@ -1,0 +1,69 @@
+"""One factory for every local sampling backend, and the learner's trainable twin of it.
+
+The run loop picks a backend by name and gets three things that fit together::
+
+    from spadework.policy.load import load_policy, learner_policy
+    from spadework.train import Learner, weight_sync_for
+
+    policy = load_policy(cfg.backend, cfg.model, max_batch_size=16, context_length=2048)
+    learner = Learner(learner_policy(policy), train_cfg)   # trains LoRA on an HF model
+    sync = weight_sync_for(policy, learner)                # InProcessSync or LlamaCppLoraSync
+    ...                                                    # after every learner.step(...)
+    sync.push(learner)                                     # and once after learner.load(...)
+
+``hf``: the transformers backend; it is its own trainable model (``learner_policy`` returns it,
+and the sync only checks that). ``llamacpp``: samples from the registry model's quantised GGUF in
+llama.cpp (:mod:`spadework.policy.llamacpp`); ``learner_policy`` loads the converted fp32 folder
+of the same GGUF with transformers, and each push moves the LoRA adapter across.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from spadework.errors import ConfigError
+
+BACKENDS = ("hf", "llamacpp")
+
+
+def load_policy(
+    backend: str = "hf", model: str | Path | None = None, *, max_batch_size: int = 16,
+    context_length: int | None = None, device: str = "cpu", threads: int | None = None,
+    kv_type: str = "f32", weights: str = "f16", cache_dir: Path | None = None,
+) -> Any:
+    """A ``Policy`` of ``backend`` for ``model`` (registry name, folder; ``None``: the default).
+
+    ``device`` is for ``hf`` (``llamacpp`` runs on the CPU); ``threads``, ``kv_type`` and
+    ``weights`` are for ``llamacpp`` (see ``load_llamacpp_policy``). Raises ``ConfigError`` for an unknown backend, ``PolicyError`` when the model
+    cannot be loaded.
+    """
+    if backend == "hf":
+        from spadework.policy.hf import load_hf_policy
+
+        return load_hf_policy(model, device=device, max_batch_size=max_batch_size,
+                              context_length=context_length, cache_dir=cache_dir)
+    if backend == "llamacpp":
+        if device != "cpu":
+            raise ConfigError(f"the llamacpp backend runs on the CPU; got device {device!r} "
+                              "(use backend 'hf' on a GPU)")
+        from spadework.policy.llamacpp import load_llamacpp_policy
+
+        return load_llamacpp_policy(model, max_batch_size=max_batch_size,
+                                    context_length=context_length, threads=threads,
+                                    kv_type=kv_type, weights=weights, cache_dir=cache_dir)
+    raise ConfigError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def learner_policy(policy: Any, *, device: str = "cpu") -> Any:
+    """The ``HFPolicy`` a ``Learner`` trains for ``policy``: ``policy`` itself when it is one,
+    else the transformers copy of the sampler's model (loaded from its converted folder)."""
+    from spadework.policy.hf import HFPolicy, load_hf_policy
+
+    if isinstance(policy, HFPolicy):
+        return policy
+    hf_dir = getattr(policy, "hf_dir", None)
+    if hf_dir is None:
+        raise ConfigError(f"a {type(policy).__name__} has no trainable twin; train with "
+                          "backend 'hf' or 'llamacpp'")
+    return load_hf_policy(hf_dir, device=device, context_length=policy.context_length)

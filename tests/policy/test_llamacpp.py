@@ -1,0 +1,230 @@
+"""The llama.cpp backend on the real default model: the Policy contract, and how far its
+logprobs are from the learner's (the honest off-policy figure)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from spadework.errors import ConfigError, PolicyError
+from spadework.policy.base import Conversation, Policy, SamplingParams
+from spadework.policy.hf import chat_prompt_ids, teacher_forced_logprobs
+
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by `make setup`")
+
+# The engine's kernels round activations to 8 bits, so on a near tie its greedy choice can differ
+# from the transformers backend's ("What is the capital of France?" opens with another token
+# here); this wording has a clear answer in both.
+PROMPTS = ["What is the capital of France? Answer in one word.", "Name three colours.", "Say hi."]
+
+# The mean importance ratio exp(lp_learner - lp_engine) over sampled tokens must stay within
+# 1 +- RATIO_TOL, and no token may be off by more than TOKEN_TOL nats. The engine's F16 copy and
+# the learner's fp32 weights are the same dequantised GGUF; what differs is F16 rounding and
+# summation order. Measured at T = 0.7: mean ratio 1.000, mean gap 0.002, max 0.014 nats.
+# Sampling from the Q4_1 file instead (8-bit activations) gives gaps up to 0.4: it would fail.
+RATIO_TOL = 0.01
+TOKEN_TOL = 0.05
+
+
+@pytest.fixture(scope="module")
+def engine(default_model_dir):
+    from spadework.policy.llamacpp import load_llamacpp_policy
+
+    with load_llamacpp_policy(max_batch_size=8, threads=1) as policy:
+        yield policy
+
+
+def test_is_a_policy_with_the_models_window(engine):
+    assert isinstance(engine, Policy)
+    assert engine.context_length == 8192
+    assert engine.hf_dir is not None and (engine.hf_dir / "config.json").is_file()
+
+
+def test_the_gguf_tokenizer_agrees_with_the_learners(engine):
+    """Prompt ids are the HF tokenizer's; sampled ids index the GGUF's vocabulary. Both must be
+    one vocabulary, or the learner would train on other tokens than were sampled."""
+    import ctypes
+
+    ll = engine._ll
+    vocab = ll.llama_model_get_vocab(engine._model)
+    conv = Conversation(messages=({"role": "user", "content": "Ünïcode, numbers 12345 and\ttabs."},),
+                        tools=({"type": "function", "function": {"name": "look", "parameters": {
+                            "type": "object", "properties": {"q": {"type": "string"}}}}},))
+    text = engine.tokenizer.apply_chat_template([dict(m) for m in conv.messages],
+                                                tools=[dict(t) for t in conv.tools],
+                                                tokenize=False, add_generation_prompt=True)
+    raw = text.encode()
+    buf = (ll.llama_token * (len(raw) + 8))()
+    n = ll.llama_tokenize(vocab, raw, len(raw), buf, len(buf), False, True)
+    assert n > 0
+    assert list(buf[:n]) == chat_prompt_ids(engine.tokenizer, conv) == engine.prompt_ids(conv)
+    piece = ctypes.create_string_buffer(64)
+    for tok in (engine.tokenizer.eos_token_id, 1000, 20000):
+        k = ll.llama_token_to_piece(vocab, tok, piece, 64, 0, True)
+        assert piece.raw[:k].decode() == engine.tokenizer.convert_ids_to_tokens(tok).replace("Ġ", " ")
+
+
+def test_greedy_answers_and_stops(engine):
+    params = SamplingParams(temperature=0, max_tokens=12)
+    a = engine.chat(PROMPTS[:2], params)
+    assert [c.output_ids for c in a] == [c.output_ids for c in engine.chat(PROMPTS[:2], params)]
+    assert "Paris" in a[0].text
+    assert a[0].finish_reason == "stop" and a[0].output_ids[-1] in engine.stop_token_ids
+    assert "<|im_end|>" not in a[0].text
+    assert all(len(c.logprobs) == len(c.output_ids) and c.ids_from == "model" for c in a)
+
+
+def _shared(a, b) -> float:
+    """The share of tokens two lists of completions agree on, counting each row's common prefix.
+
+    Rows are independent of their batch only up to float rounding: F16 kernels differ with the
+    batch's shape, so now and then a draw that lands within ~1e-3 of a token boundary picks the
+    neighbour and the row goes its own way from there. A seeding that depended on the batch
+    would share almost nothing.
+    """
+    same = total = 0
+    for x, y in zip(a, b):
+        k = 0
+        while k < min(len(x.output_ids), len(y.output_ids)) and x.output_ids[k] == y.output_ids[k]:
+            k += 1
+        same, total = same + k, total + max(len(x.output_ids), len(y.output_ids))
+    return same / total
+
+
+def test_seed_reproduces_and_rows_do_not_depend_on_the_batch(engine):
+    params = SamplingParams(temperature=1.0, max_tokens=10, n=2, seed=5)
+    batch = engine.chat(PROMPTS, params)
+    assert len(batch) == 6
+    assert [c.output_ids for c in batch] == [c.output_ids for c in engine.chat(PROMPTS, params)]
+    assert batch[0].prompt_ids == batch[1].prompt_ids != batch[2].prompt_ids
+    alone = engine.chat(PROMPTS[:1], params)
+    assert _shared(alone, batch[:2]) >= 0.75
+    other = engine.chat(PROMPTS[:1], SamplingParams(temperature=1.0, max_tokens=10, n=2, seed=6))
+    assert _shared(other, alone) < 0.5
+
+
+def test_more_rows_than_slots_are_batched_continuously(engine):
+    """12 rows through 8 sequences: finished rows hand their sequence to waiting ones, and each
+    row still gets (up to float rounding) the tokens it gets alone."""
+    params = SamplingParams(temperature=1.0, max_tokens=8, n=4, seed=3)
+    many = engine.chat(PROMPTS, params)
+    assert len(many) == 12 and all(1 <= len(c.output_ids) <= 8 for c in many)
+    assert all(len(c.logprobs) == len(c.output_ids) for c in many)
+    for i, prompt in enumerate(PROMPTS):
+        solo = engine.chat(PROMPTS[: i + 1], params)[4 * i :]  # conversation i keeps its index
+        assert _shared(solo, many[4 * i : 4 * i + 4]) >= 0.75
+
+
+def test_max_tokens_and_stop_strings(engine):
+    long = engine.chat(["Count from 1 to 50."], SamplingParams(temperature=0, max_tokens=5))[0]
+    assert long.finish_reason == "length" and len(long.output_ids) == 5
+    full = engine.chat(["Count from 1 to 50, separated by commas."],
+                       SamplingParams(temperature=0, max_tokens=40))[0]
+    stop = full.text.strip()[3:6].strip() or ","
+    cut = engine.chat(["Count from 1 to 50, separated by commas."],
+                      SamplingParams(temperature=0, max_tokens=40, stop=(stop,)))[0]
+    assert cut.finish_reason == "stop" and stop not in cut.text
+    assert full.text.startswith(cut.text) and len(cut.output_ids) < len(full.output_ids)
+
+
+def test_tools_reach_the_chat_template(engine):
+    """Tool schemas go through the tokenizer's chat template exactly as in ``HFPolicy`` (a
+    template that prints them, since the default model's own one ignores tools)."""
+    import copy
+
+    tok = copy.deepcopy(engine.tokenizer)
+    tok.chat_template = (
+        "{% if tools %}TOOLS:{% for t in tools %}{{ t['function']['name'] }};{% endfor %}{% endif %}"
+        "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}<assistant>")
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    conv = Conversation(messages=({"role": "user", "content": "Define cat."},), tools=(tool,))
+    real = engine.tokenizer
+    try:
+        engine.tokenizer = tok
+        a = engine.chat([conv], SamplingParams(temperature=0, max_tokens=4))[0]
+    finally:
+        engine.tokenizer = real
+    assert a.prompt_ids == tuple(chat_prompt_ids(tok, conv))
+    assert tok.decode(a.prompt_ids).startswith("TOOLS:lookup;<user>Define cat.")
+    assert len(a.output_ids) == len(a.logprobs) > 0
+
+
+def test_bad_inputs_are_clear_errors(engine, default_model_dir, tmp_path):
+    from spadework.policy.llamacpp import LlamaCppPolicy, load_llamacpp_policy
+
+    with pytest.raises(PolicyError, match="context is 8192"):
+        engine.generate_ids([[1] * 9000], SamplingParams(max_tokens=4))
+    with pytest.raises(PolicyError, match="outside"):
+        engine.generate_ids([[10**7]], SamplingParams(max_tokens=4))
+    with pytest.raises(ConfigError, match="kv_type"):
+        LlamaCppPolicy(tmp_path / "x.gguf", engine.tokenizer, kv_type="q4")
+    with pytest.raises(PolicyError, match="no GGUF file"):
+        LlamaCppPolicy(tmp_path / "x.gguf", engine.tokenizer)
+    (tmp_path / "junk.gguf").write_bytes(b"not a model")
+    with pytest.raises(PolicyError, match="could not load"):
+        LlamaCppPolicy(tmp_path / "junk.gguf", engine.tokenizer)
+    with pytest.raises(PolicyError, match="needs a GGUF"):
+        load_llamacpp_policy(default_model_dir)
+    with pytest.raises(PolicyError, match="LoRA adapter"):
+        engine.set_lora(tmp_path / "junk.gguf")
+    closed = load_llamacpp_policy(threads=1)
+    closed.close()
+    with pytest.raises(PolicyError, match="closed"):
+        closed.chat(["hi"], SamplingParams(max_tokens=2))
+
+
+def test_sampled_logprobs_follow_the_convention_and_the_learner(engine, hf_policy):
+    """The honest off-policy figure: engine logprobs of sampled tokens at T = 0.7 against the
+    transformers backend's teacher-forced ones at T = 0.7. A convention error (logprobs at T = 1,
+    or after top-k/top-p) moves the ratio far outside the tolerance, which the second half
+    shows by scoring the same tokens at T = 1."""
+    t = 0.7
+    params = SamplingParams(temperature=t, top_p=0.9, top_k=40, max_tokens=24, n=4, seed=1)
+    done = engine.chat(PROMPTS, params)
+    ratios, wrong = [], []
+    for c in done:
+        ref = teacher_forced_logprobs(hf_policy.model, c.prompt_ids, c.output_ids, t)
+        at_one = teacher_forced_logprobs(hf_policy.model, c.prompt_ids, c.output_ids, 1.0)
+        ratios += [math.exp(a - b) for a, b in zip(ref, c.logprobs)]
+        wrong += [math.exp(a - b) for a, b in zip(at_one, c.logprobs)]
+        assert max(abs(a - b) for a, b in zip(ref, c.logprobs)) < TOKEN_TOL
+        scored = engine.score(c.prompt_ids, c.output_ids, t)
+        assert max(abs(a - b) for a, b in zip(scored, c.logprobs)) < TOKEN_TOL
+    mean = sum(ratios) / len(ratios)
+    assert len(ratios) > 100
+    assert abs(mean - 1) < RATIO_TOL, f"mean ratio {mean:.4f}"
+    assert abs(sum(wrong) / len(wrong) - 1) > 5 * RATIO_TOL
+
+
+def test_the_factory_names_its_backends():
+    from spadework.policy import load_policy
+
+    with pytest.raises(ConfigError, match="unknown backend 'vllm'; choose one of hf, llamacpp"):
+        load_policy("vllm")
+    with pytest.raises(ConfigError, match="runs on the CPU"):
+        load_policy("llamacpp", device="cuda")
+    with pytest.raises(ConfigError, match="weights must be one of"):
+        load_policy("llamacpp", weights="q2")
+
+
+def test_the_16_bit_copy_keeps_every_key_and_tensor(default_model_dir, tmp_path):
+    import gguf
+    import numpy as np
+
+    from spadework.policy.gguf_copy import dequantised_copy
+
+    src = next(default_model_dir.parent.glob("*instruct.gguf"))
+    with pytest.raises(PolicyError, match="f16 or bf16"):
+        dequantised_copy(src, tmp_path / "x.gguf", "q8_0")
+    a, b = gguf.GGUFReader(str(src)), gguf.GGUFReader(str(dequantised_copy(src, tmp_path / "c.gguf")))
+    assert set(a.fields) == set(b.fields)
+    assert b.fields["general.file_type"].contents() == 1
+    assert b.fields["tokenizer.chat_template"].contents() == a.fields["tokenizer.chat_template"].contents()
+    assert [t.name for t in a.tensors] == [t.name for t in b.tensors]
+    q = gguf.GGMLQuantizationType
+    assert {t.tensor_type for t in b.tensors} == {q.F16, q.F32}
+    blk = next(t for t in a.tensors if t.name == "blk.0.attn_q.weight")
+    copy = next(t for t in b.tensors if t.name == "blk.0.attn_q.weight")
+    exact = gguf.quants.dequantize(blk.data, blk.tensor_type)
+    assert np.abs(copy.data.astype(np.float32) - exact).max() <= np.abs(exact).max() * 2**-10

@@ -1,0 +1,99 @@
+"""Weight sync into llama.cpp: after every learner update the engine scores a fixed probe like
+the learner does, and a sync that did not happen is caught by the same check."""
+
+from __future__ import annotations
+
+import pytest
+
+from spadework.errors import ConfigError, PolicyError
+from spadework.policy.base import SamplingParams
+
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by `make setup`")
+
+# Per-token logprob gap allowed between engine and learner on the probe (mean of absolute gaps,
+# nats). The engine's F16 copy of the base and the learner's fp32 one are the same dequantised
+# GGUF, and the LoRA matrices go across in F32, so what is left is F16 rounding (measured about
+# 0.002 on the base). 0.01 leaves room for that and is far below what one update moves the probe
+# (asserted below), so a missing or wrong sync cannot pass.
+PROBE_TOL = 0.01
+
+
+def _gap(a, b):
+    return sum(abs(x - y) for x, y in zip(a, b)) / len(a)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    """A fresh learner on the default model and an engine on the same GGUF (module-local: the
+    learner wraps its policy's model with LoRA, so the session fixture is not shared)."""
+    import torch
+
+    from spadework.policy.load import learner_policy, load_policy
+    from spadework.train import Learner, TrainConfig, weight_sync_for
+
+    torch.set_num_threads(1)
+    engine = load_policy("llamacpp", max_batch_size=4, threads=1)
+    learner = Learner(learner_policy(engine), TrainConfig(lr=3e-3, temperature=1.0, seed=0))
+    yield engine, learner, weight_sync_for(engine, learner)
+    engine.close()
+
+
+def test_engine_follows_the_learner_over_two_updates_and_a_missed_sync_is_caught(pair):
+    from spadework.policy.hf import teacher_forced_logprobs
+    from spadework.train import LlamaCppLoraSync, Sample
+
+    engine, learner, sync = pair
+    assert isinstance(sync, LlamaCppLoraSync)
+    probe = engine.chat(["Name an animal that lives in the sea."],
+                        SamplingParams(temperature=1.0, max_tokens=16, seed=0))[0]
+
+    def learner_lp():
+        return teacher_forced_logprobs(learner.model, probe.prompt_ids, probe.output_ids)
+
+    def engine_lp():
+        return engine.score(probe.prompt_ids, probe.output_ids)
+
+    assert _gap(engine_lp(), learner_lp()) < PROBE_TOL  # the base alone
+    done = engine.chat(["Say yes.", "Say no."], SamplingParams(temperature=1.0, max_tokens=12,
+                                                                n=2, seed=1))
+    samples = [Sample("agent", c.prompt_ids, c.output_ids, c.logprobs, 1.0 if k % 2 else -1.0)
+               for k, c in enumerate(done)]
+    before = learner_lp()
+    for update in range(2):
+        stale = engine_lp()
+        learner.step(samples)
+        now = learner_lp()
+        moved = _gap(now, before)
+        assert moved > 5 * PROBE_TOL, f"update {update} barely moved the probe ({moved:.4f})"
+        assert _gap(stale, now) > 3 * PROBE_TOL  # without this push the check fails
+        sync.push(learner)
+        assert _gap(engine_lp(), now) < PROBE_TOL, f"after sync {update}"
+        assert 0 < sync.last_seconds < 30
+        before = now
+
+
+def test_sync_refuses_a_full_fine_tune_and_foreign_policies(pair, tmp_path):
+    from types import SimpleNamespace
+
+    from spadework.train import LlamaCppLoraSync, weight_sync_for
+
+    engine, learner, _ = pair
+    full = SimpleNamespace(cfg=SimpleNamespace(lora=False), model=learner.model)
+    with pytest.raises(ConfigError, match="LoRA learner"):
+        LlamaCppLoraSync(engine, tmp_path).push(full)
+    with pytest.raises(ConfigError, match="no weight sync"):
+        weight_sync_for(SimpleNamespace(model=None), learner)
+
+
+def test_adapter_writer_rejects_what_llama_cpp_cannot_apply(tmp_path):
+    import numpy as np
+
+    from spadework.policy.gguf_lora import BaseShape, LoraPair, write_adapter
+
+    pair = LoraPair(a=np.zeros((2, 4), np.float32), b=np.zeros((4, 2), np.float32), scaling=1.0)
+    with pytest.raises(PolicyError, match="not supported"):
+        write_adapter(tmp_path / "a.gguf", {"model.layers.0.mlp.up_proj": pair},
+                      BaseShape("gpt2", 1, 2, 2))
+    with pytest.raises(PolicyError, match="no GGUF tensor"):
+        write_adapter(tmp_path / "a.gguf", {"model.something_else": pair},
+                      BaseShape("llama", 1, 2, 2))
