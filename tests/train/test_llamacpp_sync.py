@@ -33,7 +33,7 @@ def pair():
 
     torch.set_num_threads(1)
     engine = load_policy("llamacpp", max_batch_size=4, threads=1)
-    learner = Learner(learner_policy(engine), TrainConfig(lr=3e-3, temperature=1.0, seed=0))
+    learner = Learner(learner_policy(engine), TrainConfig(lr=3e-3, seed=0))
     yield engine, learner, weight_sync_for(engine, learner)
     engine.close()
 
@@ -56,8 +56,9 @@ def test_engine_follows_the_learner_over_two_updates_and_a_missed_sync_is_caught
     assert _gap(engine_lp(), learner_lp()) < PROBE_TOL  # the base alone
     done = engine.chat(["Say yes.", "Say no."], SamplingParams(temperature=1.0, max_tokens=12,
                                                                 n=2, seed=1))
-    samples = [Sample("agent", c.prompt_ids, c.output_ids, c.logprobs, 1.0 if k % 2 else -1.0)
-               for k, c in enumerate(done)]
+    drawn = SamplingParams(temperature=1.0).record
+    samples = [Sample("agent", c.prompt_ids, c.output_ids, c.logprobs, 1.0 if k % 2 else -1.0,
+                      drawn) for k, c in enumerate(done)]
     before = learner_lp()
     for update in range(2):
         stale = engine_lp()
