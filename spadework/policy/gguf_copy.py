@@ -3,10 +3,10 @@
 Why: llama.cpp multiplies Q4_1 weights by activations it first rounds to 8 bits (Q8_1), one
 matrix-vector product per row of a batch; on the machines this project targets that costs about
 0.1 nats of noise per sampled token against the learner and gains nothing from batching. The
-same weights, dequantised (exactly what the learner's fp32 copy holds) and stored as F16, run
-through llama.cpp's 16-bit matrix-matrix kernels: a batch of 16 rows is faster, and activations
-keep 11 bits instead of 7, so sampler and learner agree far more closely (figures in the README
-and in ``tests/policy/test_llamacpp.py``).
+same weights, dequantised (exactly what the learner's fp32 copy holds) and stored as BF16 (the
+default; AVX512-BF16 kernels where the CPU has them) or F16, run through llama.cpp's 16-bit
+matrix-matrix kernels: a batch of 16 rows is faster, and sampler and learner agree far more
+closely (figures in :mod:`spadework.policy.llamacpp` and ``tests/policy/test_llamacpp.py``).
 
 The copy is made once from the verified GGUF and never changes afterwards: LoRA updates are
 applied on top of it at run time (:mod:`spadework.policy.gguf_lora`), nothing is re-quantised,

@@ -88,13 +88,46 @@ def filter_logits(logits: Any, top_k: int, top_p: float) -> Any:
     return out
 
 
+#: Tokens looked at for a nucleus without top-k before falling back to sorting the whole
+#: vocabulary (the nucleus of a real model almost always lies within them).
+NUCLEUS_PROBE = 1024
+
+
+def candidates(scaled: Any, top_k: int, top_p: float) -> tuple[Any, Any] | None:
+    """The tokens top-k and top-p keep, per row: (vocabulary ids in ascending order, their
+    logits, ``-inf`` where a row keeps fewer); None when neither is set. The same set as
+    :func:`filter_logits` (top-p over the top-k renormalised), found without sorting the
+    vocabulary: ``torch.topk`` of ``top_k`` (or :data:`NUCLEUS_PROBE`) logits."""
+    import torch
+
+    vocab = scaled.shape[-1]
+    if top_k <= 0 and top_p >= 1.0:
+        return None
+    vals, idx = torch.topk(scaled, min(top_k if top_k > 0 else NUCLEUS_PROBE, vocab), dim=-1)
+    if top_p < 1.0:
+        if top_k > 0:
+            probs = torch.softmax(vals.double(), dim=-1)
+        else:
+            probs = torch.exp(vals.double() - torch.logsumexp(scaled.double(), -1, keepdim=True))
+            if bool((probs.sum(-1) < top_p).any()):  # a nucleus wider than the probe: sort all
+                ids = torch.arange(vocab, device=scaled.device).expand_as(scaled)
+                return ids, filter_logits(scaled, 0, top_p)
+        before = probs.cumsum(-1) - probs  # mass of strictly more likely tokens
+        vals = vals.masked_fill(before >= top_p, float("-inf"))
+    order = idx.argsort(dim=-1)
+    return idx.gather(-1, order), vals.gather(-1, order)
+
+
 def sample_tokens(
     logits: Any, params: SamplingParams, generators: Sequence[Any]
 ) -> tuple[Any, Any]:
     """Pick one token per row and its logprob (module convention). Row ``r`` uses ``generators[r]``.
 
     Inverse-CDF sampling with one uniform draw per row from that row's own generator, so rows
-    are independent of each other and of the batch size.
+    are independent of each other and of the batch size. With top-k or top-p the CDF runs over
+    the kept tokens only (:func:`candidates`), in vocabulary order: the same token as a CDF over
+    the whole vocabulary with the others masked, without its cost (a full sort per row and step
+    cost as much as a decoding step of the default model).
     """
     import torch
 
@@ -102,12 +135,13 @@ def sample_tokens(
         tokens = logits.argmax(-1)
         return tokens, token_logprobs(logits, tokens, 0.0)
     scaled = logits.float() / params.temperature
-    probs = torch.softmax(filter_logits(scaled, params.top_k, params.top_p).double(), dim=-1)
-    cdf = probs.cumsum(-1)
+    kept = candidates(scaled, params.top_k, params.top_p)
+    ids, pool = (None, scaled) if kept is None else kept
+    cdf = torch.softmax(pool.double(), dim=-1).cumsum(-1)
     u = torch.stack([torch.rand((), generator=g, dtype=torch.float64) for g in generators])
     u = u.to(cdf.device) * cdf[:, -1]
-    tokens = torch.searchsorted(cdf, u.unsqueeze(-1), right=True).squeeze(-1)
-    tokens = tokens.clamp(max=logits.shape[-1] - 1)
+    pos = torch.searchsorted(cdf, u.unsqueeze(-1), right=True).clamp(max=pool.shape[-1] - 1)
+    tokens = pos.squeeze(-1) if ids is None else ids.gather(-1, pos).squeeze(-1)
     return tokens, token_logprobs(logits, tokens, params.temperature)
 
 

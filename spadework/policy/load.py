@@ -30,7 +30,7 @@ BACKENDS = ("hf", "llamacpp")
 def load_policy(
     backend: str = "hf", model: str | Path | None = None, *, max_batch_size: int = 16,
     context_length: int | None = None, device: str = "cpu", threads: int | None = None,
-    kv_type: str = "f32", weights: str = "f16", cache_dir: Path | None = None,
+    kv_type: str = "f16", weights: str = "bf16", cache_dir: Path | None = None,
 ) -> Any:
     """A ``Policy`` of ``backend`` for ``model`` (registry name, folder; ``None``: the default).
 

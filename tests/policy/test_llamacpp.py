@@ -19,12 +19,15 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by `make 
 PROMPTS = ["What is the capital of France? Answer in one word.", "Name three colours.", "Say hi."]
 
 # The mean importance ratio exp(lp_learner - lp_engine) over sampled tokens must stay within
-# 1 +- RATIO_TOL, and no token may be off by more than TOKEN_TOL nats. The engine's F16 copy and
-# the learner's fp32 weights are the same dequantised GGUF; what differs is F16 rounding and
-# summation order. Measured at T = 0.7: mean ratio 1.000, mean gap 0.002, max 0.014 nats.
-# Sampling from the Q4_1 file instead (8-bit activations) gives gaps up to 0.4: it would fail.
+# 1 +- RATIO_TOL, the mean per-token gap within GAP_TOL nats and no token beyond TOKEN_TOL. The
+# engine's BF16 copy and the learner's fp32 weights are the same dequantised GGUF; what differs
+# is BF16 rounding of the weights, the F16 KV cache and summation order. Measured at T = 0.7
+# over 640 tokens: mean ratio 1.0004, mean gap 0.012, p99 0.085, max 0.11 nats (F16 weights:
+# 0.002 mean, 0.03 max, but about 30% slower in batches). Truncated importance sampling
+# corrects what is left. A convention error (T = 1 instead of 0.7) is far outside these.
 RATIO_TOL = 0.01
-TOKEN_TOL = 0.05
+GAP_TOL = 0.03
+TOKEN_TOL = 0.2
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +81,11 @@ def test_greedy_answers_and_stops(engine):
 def _shared(a, b) -> float:
     """The share of tokens two lists of completions agree on, counting each row's common prefix.
 
-    Rows are independent of their batch only up to float rounding: F16 kernels differ with the
-    batch's shape, so now and then a draw that lands within ~1e-3 of a token boundary picks the
-    neighbour and the row goes its own way from there. A seeding that depended on the batch
-    would share almost nothing.
+    Rows are independent of their batch only up to float rounding: 16-bit kernels differ with
+    the batch's shape, so now and then a draw that lands near a token boundary picks the
+    neighbour and the row goes its own way from there (measured: 0.75 to 0.9 of tokens shared
+    on average, whichever of F16, BF16, F32 KV or flash attention). A seeding that depended on
+    the batch would share only what a different seed shares.
     """
     same = total = 0
     for x, y in zip(a, b):
@@ -99,7 +103,7 @@ def test_seed_reproduces_and_rows_do_not_depend_on_the_batch(engine):
     assert [c.output_ids for c in batch] == [c.output_ids for c in engine.chat(PROMPTS, params)]
     assert batch[0].prompt_ids == batch[1].prompt_ids != batch[2].prompt_ids
     alone = engine.chat(PROMPTS[:1], params)
-    assert _shared(alone, batch[:2]) >= 0.75
+    assert _shared(alone, batch[:2]) >= 0.6
     other = engine.chat(PROMPTS[:1], SamplingParams(temperature=1.0, max_tokens=10, n=2, seed=6))
     assert _shared(other, alone) < 0.5
 
@@ -111,9 +115,11 @@ def test_more_rows_than_slots_are_batched_continuously(engine):
     many = engine.chat(PROMPTS, params)
     assert len(many) == 12 and all(1 <= len(c.output_ids) <= 8 for c in many)
     assert all(len(c.logprobs) == len(c.output_ids) for c in many)
-    for i, prompt in enumerate(PROMPTS):
-        solo = engine.chat(PROMPTS[: i + 1], params)[4 * i :]  # conversation i keeps its index
-        assert _shared(solo, many[4 * i : 4 * i + 4]) >= 0.75
+    solo = [c for i in range(len(PROMPTS))  # conversation i keeps its index, alone in its batch
+            for c in engine.chat(PROMPTS[: i + 1], params)[4 * i :]]
+    assert _shared(solo, many) >= 0.6
+    other = engine.chat(PROMPTS, SamplingParams(temperature=1.0, max_tokens=8, n=4, seed=4))
+    assert _shared(other, many) < 0.35  # what rows seeded by their batch position would share
 
 
 def test_max_tokens_and_stop_strings(engine):
@@ -182,18 +188,20 @@ def test_sampled_logprobs_follow_the_convention_and_the_learner(engine, hf_polic
     t = 0.7
     params = SamplingParams(temperature=t, top_p=0.9, top_k=40, max_tokens=24, n=4, seed=1)
     done = engine.chat(PROMPTS, params)
-    ratios, wrong = [], []
+    ratios, wrong, gaps = [], [], []
     for c in done:
         ref = teacher_forced_logprobs(hf_policy.model, c.prompt_ids, c.output_ids, t)
         at_one = teacher_forced_logprobs(hf_policy.model, c.prompt_ids, c.output_ids, 1.0)
         ratios += [math.exp(a - b) for a, b in zip(ref, c.logprobs)]
         wrong += [math.exp(a - b) for a, b in zip(at_one, c.logprobs)]
+        gaps += [abs(a - b) for a, b in zip(ref, c.logprobs)]
         assert max(abs(a - b) for a, b in zip(ref, c.logprobs)) < TOKEN_TOL
         scored = engine.score(c.prompt_ids, c.output_ids, t)
         assert max(abs(a - b) for a, b in zip(scored, c.logprobs)) < TOKEN_TOL
     mean = sum(ratios) / len(ratios)
     assert len(ratios) > 100
     assert abs(mean - 1) < RATIO_TOL, f"mean ratio {mean:.4f}"
+    assert sum(gaps) / len(gaps) < GAP_TOL
     assert abs(sum(wrong) / len(wrong) - 1) > 5 * RATIO_TOL
 
 
