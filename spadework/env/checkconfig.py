@@ -45,9 +45,11 @@ class CheckConfig:
     """Play-style seeds solution() must win on. A solution() that loses on a share p of the
     instances passes n seeds with probability (1-p)^n: for p = 1/11 (the one-character slip of
     the cipher starter in the bad fixtures) that is 75% at the former 3 seeds, 5% at 32 and 0.2%
-    at 64; for p = 1/20, 4% at 64. The cost is small beside the rest of the check, which runs for
-    every design: one reset, one solution() and its few steps per seed, while not_trivial plays
-    30 whole episodes (``benchmarks/checker.py`` measures the stage's share of a check)."""
+    at 64; for p = 1/20, 4% at 64. The cost, paid for every design: one reset, one solution()
+    and its steps per seed, about 1.5 ms per seed averaged over the starter library (10x that
+    for the slowest), so a default check takes about 1.5x as long as one with 5 seeds, the
+    solvable stage being some 40% of it (``benchmarks/checker.py``): a fraction of a second per
+    design, against the tens of seconds a design takes to generate on a CPU."""
     budget_seconds: float = 60.0
     """Wall-clock seconds for the whole check, every stage together. The slowest starter
     environment checks in under 2 s on a loaded two-core machine, so a minute leaves more than

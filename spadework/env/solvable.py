@@ -99,10 +99,12 @@ def solution_losses(open_env: Opener, seeds: Sequence[int], cfg: CheckConfig,
     left is lost with that reason. Nothing the environment does raises here; only
     CheckBudgetExceeded, when ``budget`` runs out.
 
-    Cost: one instance build (a fork and ``__init__``, ~5-20 ms) plus, per seed, one reset(),
+    Cost: one instance build (a fork and ``__init__``, ~5-30 ms) plus, per seed, one reset(),
     one solution() and one step() per action (at most ``cfg.max_turns``), each a sandbox round
-    trip of ~30 µs plus the environment's own time: under a millisecond per seed for the starter
-    library (``benchmarks/checker.py`` measures it), against seconds for one played episode.
+    trip of ~30 µs plus the environment's own time: about 1.5 ms per seed averaged over the
+    starter library on two cores, 10x that for the slowest (``benchmarks/checker.py``,
+    ``replay_ms_per_seed``), against seconds of generation for one played episode. A seed whose
+    replay hangs costs up to ``Limits.step_seconds`` and a fresh instance.
     """
     losses: list[SolutionLoss] = []
     pending = list(seeds)

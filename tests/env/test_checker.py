@@ -592,3 +592,28 @@ def test_cli_reads_a_file_with_a_byte_order_mark(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf" + GOOD_CODE.encode())
     out = _cli("--seeds", "2", str(path))
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_check_display_draws_only_on_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    from spadework.progress import CheckDisplay
+
+    events = [CheckProgress("contract", "start", 0, 0, "", 0.1, 60.0),
+              CheckProgress("contract", "advance", 0, 25, "steps", 0.2, 60.0),
+              CheckProgress("contract", "advance", 7, 25, "steps", 0.3, 60.0),
+              CheckProgress("contract", "end", 25, 25, "steps", 0.4, 60.0, True)]
+    piped = io.StringIO()
+    with CheckDisplay(Console(file=piped, force_terminal=False)) as display:
+        for e in events:
+            display(e)
+    assert piped.getvalue() == ""
+    tty = io.StringIO()
+    with CheckDisplay(Console(file=tty, force_terminal=True, width=100)) as display:
+        for e in events[:3]:
+            display(e)
+        display._bars.refresh()
+        drawn = tty.getvalue()
+    assert "contract" in drawn and "7/25" in drawn and "steps" in drawn and "60 s budget" in drawn
