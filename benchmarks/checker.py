@@ -5,6 +5,11 @@ from the same run: the same check with a fresh Sandbox per candidate (zygote sta
 and the static stage alone. Passes are interleaved and the median pass is reported, so the
 ratios hold on a noisy machine even where absolute times do not.
 
+The solvable stage's cost: the default check (64 play-style seeds) against the same check with
+5 seeds (the former command-line default), the stage's share of a default check, and what
+``solution_losses`` costs per seed (what the loop pays to replay solution() on the instances
+it plays).
+
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/checker.py [--passes 3]
 """
 
@@ -18,7 +23,7 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from spadework.env.checker import check  # noqa: E402
+from spadework.env.checker import CheckConfig, check, solution_losses, solvable_seeds  # noqa: E402
 from spadework.env.static import check_static  # noqa: E402
 from spadework.library import starter_envs  # noqa: E402
 from spadework.sandbox import Limits, Sandbox  # noqa: E402
@@ -47,13 +52,35 @@ def static_only(envs) -> float:
     return time.perf_counter() - start
 
 
+def seeds_cost(envs, limits) -> dict[str, float]:
+    """Seconds for the library checked with 5 and with the default seeds, the solvable stage's
+    seconds within the latter, and seconds of solution_losses over the default seeds."""
+    cfg = CheckConfig()
+    out = {"check_5_seeds": 0.0, "check_default_seeds": 0.0, "solvable_stage": 0.0, "replay": 0.0}
+    with Sandbox(limits) as sb:
+        for e in envs:
+            start = time.perf_counter()
+            check(e.code, sandbox=sb, seeds=5, module=True)
+            out["check_5_seeds"] += time.perf_counter() - start
+            start = time.perf_counter()
+            report = check(e.code, sandbox=sb, module=True)
+            out["check_default_seeds"] += time.perf_counter() - start
+            out["solvable_stage"] += sum(r.seconds for r in report.results if r.stage == "solvable")
+            seeds = solvable_seeds(1, e.env_id, cfg.solvable_seeds)
+            start = time.perf_counter()
+            solution_losses(lambda e=e: sb.load(e.code, max_turns=cfg.max_turns, class_name=e.class_name), seeds, cfg)
+            out["replay"] += time.perf_counter() - start
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", type=int, default=3)
     args = parser.parse_args()
     envs = starter_envs()
     limits = Limits()
-    times: dict[str, list[float]] = {"shared": [], "fresh": [], "static": []}
+    times: dict[str, list[float]] = {"shared": [], "fresh": [], "static": [], "check_5_seeds": [],
+                                     "check_default_seeds": [], "solvable_stage": [], "replay": []}
     valid = True
     for _ in range(args.passes):
         t, ok = shared(envs, limits)
@@ -61,9 +88,12 @@ def main() -> None:
         t2, ok2 = fresh(envs, limits)
         times["fresh"].append(t2)
         times["static"].append(static_only(envs))
+        for k, v in seeds_cost(envs, limits).items():
+            times[k].append(v)
         valid &= ok and ok2
     med = {k: statistics.median(v) for k, v in times.items()}
     n = len(envs)
+    n_seeds = CheckConfig().solvable_seeds
     print(json.dumps({
         "benchmark": "checker_throughput",
         "envs": n,
@@ -74,6 +104,10 @@ def main() -> None:
         "static_only_envs_per_s": round(n / med["static"], 1),
         "shared_vs_fresh_speedup": round(med["fresh"] / med["shared"], 2),
         "full_check_cost_vs_static": round(med["shared"] / med["static"], 1),
+        "solvable_seeds": n_seeds,
+        "check_default_vs_5_seeds": round(med["check_default_seeds"] / med["check_5_seeds"], 2),
+        "solvable_share_of_default_check": round(med["solvable_stage"] / med["check_default_seeds"], 2),
+        "replay_ms_per_seed": round(1000 * med["replay"] / (n * n_seeds), 2),
         "median_seconds": {k: round(v, 4) for k, v in med.items()},
     }, indent=2))
 

@@ -188,24 +188,50 @@ def check_cmd(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True, metavar="FILE",
                                 help="An environment module (.py) or a raw designer reply (.txt, .md)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    seeds: int = typer.Option(5, "--seeds", min=1, help="Seeds solution() must win on."),
-    max_turns: int = typer.Option(20, "--max-turns", min=1, help="Turn cap the instance is built with."),
+    seeds: int = typer.Option(None, "--seeds", help="Play-style seeds solution() must win on "
+                              "(default 64, at most 1000)."),
+    max_turns: int = typer.Option(20, "--max-turns", help="Turn cap the instance is built with "
+                                  "(at most 1000)."),
+    budget: float = typer.Option(60.0, "--budget", metavar="SECONDS",
+                                 help="Wall-clock seconds for the whole check; past them the "
+                                 "candidate is rejected at the stage it reached."),
     allow_numpy: bool = typer.Option(False, "--allow-numpy", help="Allow `import numpy`."),
 ) -> None:
     """Validate an environment stage by stage; exit 0 when valid, 1 when not, 2 when it cannot
-    be checked."""
+    be checked. On a terminal a progress bar shows the stage that runs."""
     import json
 
-    from spadework.env.checker import CheckConfig, check, format_report, report_dict
-    from spadework.errors import SandboxUnavailable
+    from spadework.env.checker import (
+        MAX_SEEDS,
+        MAX_TURNS,
+        MAX_TURNS_WHY,
+        SEEDS_WHY,
+        CheckConfig,
+        check,
+        format_report,
+        report_dict,
+        validate_count,
+        validate_seconds,
+    )
+    from spadework.errors import ConfigError, SandboxUnavailable
+    from spadework.progress import CheckDisplay
     from spadework.sandbox import Limits, Sandbox
 
+    try:
+        validate_count("--max-turns", max_turns, MAX_TURNS, MAX_TURNS_WHY)
+        if seeds is not None:
+            validate_count("--seeds", seeds, MAX_SEEDS, SEEDS_WHY)
+        validate_seconds("--budget", budget)
+        config = CheckConfig(max_turns=max_turns, allow_numpy=allow_numpy, budget_seconds=budget)
+    except ConfigError as e:
+        typer.echo(f"error: {e.reason}", err=True)
+        raise typer.Exit(2) from e
     text = _read_source(file)
     module = {".py": True, ".txt": False, ".md": False}.get(file.suffix.lower())
     try:
-        with Sandbox(Limits()) as sandbox:
-            report = check(text, sandbox=sandbox, seeds=seeds, module=module,
-                           config=CheckConfig(max_turns=max_turns, allow_numpy=allow_numpy))
+        with Sandbox(Limits()) as sandbox, CheckDisplay() as display:
+            report = check(text, sandbox=sandbox, seeds=seeds, module=module, config=config,
+                           progress=display)
     except SandboxUnavailable as e:
         typer.echo(f"error: cannot check here: {e.reason}", err=True)
         raise typer.Exit(2) from e
@@ -229,7 +255,7 @@ def _read_source(file: Path) -> str:
                    "is far smaller", err=True)
         raise typer.Exit(2)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte-order mark is encoding, not code
     except UnicodeDecodeError as e:
         typer.echo(f"error: {file} is not UTF-8 text ({e.reason})", err=True)
         raise typer.Exit(2) from e

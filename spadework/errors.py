@@ -34,6 +34,10 @@ class ContractError(SpadeworkError):
     """Environment code breaks the written contract (no class, wrong signature, bad return)."""
 
 
+class CheckBudgetExceeded(ContractError):
+    """A check ran out of its total time budget; the reason says in which stage and how far it got."""
+
+
 class EnvError(SpadeworkError):
     """Something went wrong while running environment code in the sandbox."""
 

@@ -5,6 +5,8 @@ is skipped after a restart) and ``advance(name, done, total)`` as its units (des
 episodes) finish. :class:`StageDisplay` shows them through rich: on a terminal, one progress bar
 per stage with its count, rate and elapsed time; elsewhere (CI logs, files), one line per stage
 and one each time a count passes another tenth of its total, so a log stays short.
+:class:`CheckDisplay` shows the progress of one environment check the same way (a bar on a
+terminal, nothing elsewhere).
 """
 
 from __future__ import annotations
@@ -82,6 +84,57 @@ class StageDisplay:
             self._bars = None
 
     def __enter__(self) -> StageDisplay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class CheckDisplay:
+    """Progress of one ``spadework check`` on a terminal: a transient rich bar for the stage that
+    runs (its units done of its total, the time used of the budget), which disappears when the
+    check ends so that only the report remains. Elsewhere (a pipe, a file, CI) it shows nothing:
+    the report says it all. Call it with each
+    :class:`~spadework.env.budget.CheckProgress`; close it (or use ``with``) at the end.
+    """
+
+    def __init__(self, console: Any = None) -> None:
+        from rich.console import Console
+
+        self.console = console or Console(stderr=True, highlight=False)
+        self._bars: Any = None
+        self._task: Any = None
+        if self.console.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._bars = Progress(TextColumn("[bold]{task.description:>11}"), BarColumn(),
+                                  MofNCompleteColumn(), TextColumn("{task.fields[unit]}"),
+                                  TimeElapsedColumn(), TextColumn("[dim]of {task.fields[budget]}"),
+                                  console=self.console, transient=True)
+            self._bars.start()
+
+    def __call__(self, event: Any) -> None:
+        if self._bars is None:
+            return
+        if self._task is None:  # one task for the whole check: its elapsed time is the check's
+            self._task = self._bars.add_task(event.stage, total=None, unit="",
+                                             budget=f"{event.budget:g} s budget")
+        total = event.total or None
+        self._bars.update(self._task, description=event.stage, total=total,
+                          completed=event.done if total else 0, unit=event.unit)
+
+    def close(self) -> None:
+        if self._bars is not None:
+            self._bars.stop()
+            self._bars = None
+
+    def __enter__(self) -> CheckDisplay:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -12,11 +12,18 @@ reason a designer can act on, and each stage is a public function testable on it
 5. ``determinism``  the same seed gives the same observation, tools, solution() and step
                     results, on the same instance reset again and on a second instance;
 6. ``solvable``     replaying solution() from a fresh reset wins (terminated, positive reward)
-                    on every seed;
+                    on every one of ``solvable_seeds`` seeds drawn as play draws them
+                    (:mod:`spadework.env.solvable`);
 7. ``not_trivial``  random, empty and repeated actions win at most ``trivial_rate`` of episodes,
                     and the answer is not printed in the first observation;
 8. ``novelty``      not a near-duplicate of existing code (:mod:`spadework.env.novelty`; omitted
                     when nothing is given to compare against).
+
+The whole check runs under one time budget (``CheckConfig.budget_seconds``, see
+:mod:`spadework.env.budget`): its deadline travels with every call into the sandbox, and running
+out rejects the candidate at the stage it reached, saying how far that stage got. Each stage is
+charged its own failures and time: instance builds are the load stage's (the load stage caps one
+build at ``init_seconds``, and the seconds of later builds are added to its row).
 
 Generated code runs only inside the sandbox the caller passes in, which is the security
 boundary; the checker never starts a sandbox per candidate. Departures from the reference, which
@@ -29,238 +36,67 @@ reference never checks.
 from __future__ import annotations
 
 import ast
-import random
 import time
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
-from spadework.env.novelty import NoveltyIndex
-from spadework.env.probe import (
-    FORMATTED,
-    REPEATED,
-    EnvHandle,
-    Opener,
-    answer_of,
-    call_env,
-    do_reset,
-    do_step,
-    find_leak,
-    play,
-    probe_actions,
-    random_action,
-    short,
-    solution_actions,
-    tool_names,
-    where_in_env,
+from spadework.env.budget import Budget, BudgetedHandle, CheckProgress, ProgressFn
+from spadework.env.checkconfig import (
+    MAX_SEEDS,
+    MAX_TURNS,
+    MAX_TURNS_WHY,
+    SEEDS_WHY,
+    CheckConfig,
+    validate_count,
+    validate_seconds,
 )
+from spadework.env.novelty import NoveltyIndex
+from spadework.env.probe import answer_of, where_in_env
+from spadework.env.solvable import SolutionLoss, solution_losses, solvable_seeds, solvable_stage
+from spadework.env.stages import contract_stage, determinism_stage, not_trivial_stage
 from spadework.env.static import check_static
-from spadework.errors import ConfigError, ContractError, EnvError, EnvLoadError, EnvRaised, ExtractError
+from spadework.errors import ContractError, EnvError, EnvLoadError, EnvTimeout, ExtractError
 from spadework.types import CheckReport, CheckResult, env_id_of
+
+__all__ = [
+    "MAX_SEEDS", "MAX_TURNS", "MAX_TURNS_WHY", "SEEDS_WHY", "STAGES", "CheckConfig", "CheckProgress",
+    "SolutionLoss", "answer_of", "check", "contract_stage", "determinism_stage", "format_report",
+    "load_stage", "looks_like_module", "not_trivial_stage", "novelty_stage", "report_dict",
+    "solution_losses", "solvable_seeds", "solvable_stage", "validate_count", "validate_seconds",
+]
 
 STAGES = ("extract", "static", "load", "contract", "determinism", "solvable", "not_trivial", "novelty")
 
 
-@dataclass(frozen=True)
-class CheckConfig:
-    """Thresholds of the runtime stages. Seeds are derived from ``seed`` (solvable: seed+i,
-    determinism: seed+100+i, not_trivial: seed+1000+i), so a report is reproducible."""
-
-    max_turns: int = 20  # pass the play max_turns; the instance is built with it and must end by it
-    determinism_seeds: int = 3
-    trivial_episodes: int = 20  # random-action episodes; empty and repeated get a quarter each
-    trivial_rate: float = 0.1  # a strategy winning a larger share of episodes fails
-    max_obs_chars: int = 32_768
-    novelty_threshold: float = 0.9  # Jaccard similarity at or above which a candidate is a copy
-    shingle_size: int = 5
-    allow_numpy: bool = False
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        positive = ("max_turns", "determinism_seeds", "trivial_episodes", "max_obs_chars", "shingle_size")
-        for name in positive:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"CheckConfig.{name} must be a positive integer, got {value!r}")
-        for name in ("trivial_rate", "novelty_threshold"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-                raise ConfigError(f"CheckConfig.{name} must be a number in [0, 1], got {value!r}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
-            raise ConfigError(f"CheckConfig.seed must be an integer, got {self.seed!r}")
-
-
-def contract_stage(open_env: Opener, cfg: CheckConfig) -> str:
-    """hint(), when defined, gives a str; probe replies give well-formed results; an episode of
-    empty replies ends within ``max_turns`` steps. Returns a summary; raises ContractError with
-    the first violation."""
-    with open_env() as env:
-        do_reset(env, cfg.seed, cfg.max_obs_chars)
-        hint = call_env("hint()", env.hint)  # None when the class defines no hint()
-        if hint is not None and not isinstance(hint, str):
-            raise ContractError(f"hint() returned {short(hint)} ({type(hint).__name__}); return a str")
-        probes = probe_actions(tool_names(env))
-        for action in probes:
-            if do_step(env, action, cfg.max_obs_chars).done:
-                do_reset(env, cfg.seed, cfg.max_obs_chars)
-        do_reset(env, cfg.seed + 1, cfg.max_obs_chars)
-        for turn in range(1, cfg.max_turns + 1):
-            if do_step(env, "", cfg.max_obs_chars).done:
-                break
-        else:
-            raise ContractError(
-                f"the episode was still running after max_turns={cfg.max_turns} empty replies; "
-                "set truncated=True once max_turns replies have been used"
-            )
-    return f"{len(probes)} probe replies well-formed; an idle episode ended at step {turn} of {cfg.max_turns}"
-
-
-def _trace(env: EnvHandle, seed: int, actions: list[str], cfg: CheckConfig) -> list[tuple[str, object]]:
-    trace: list[tuple[str, object]] = [(f"reset(seed={seed})", do_reset(env, seed, cfg.max_obs_chars))]
-    trace.append(("tools()", call_env("tools()", env.tools)))
+def load_stage(sandbox: Any, code: str, class_name: str, cfg: CheckConfig,
+               budget: Budget | None = None) -> str:
+    """Instantiate the class inside the sandbox (its limits apply), within ``cfg.init_seconds``
+    and the budget, and close it again."""
+    budget = budget or Budget.unlimited()
+    build = f"{class_name}(max_turns={cfg.max_turns})"
+    limits = getattr(sandbox, "limits", None)
+    cap = min(cfg.init_seconds, limits.load_seconds) if limits is not None else cfg.init_seconds
+    if budget.left() <= 0:
+        raise budget.exceeded(f"before building {build}")
+    started = time.monotonic()
     try:
-        trace.append(("solution()", call_env("solution()", env.solution)))
-    except ContractError as e:  # solvable reports a raising solution(); here sameness counts
-        if not isinstance(e.__cause__, EnvRaised):
-            raise
-        trace.append(("solution()", f"<{e.reason}>"))
-    for action in actions:
-        step = do_step(env, action, cfg.max_obs_chars)
-        trace.append((f"step({short(action, 30)})", (step.obs, step.reward, step.terminated, step.truncated, step.info)))
-        if step.done:
-            break
-    return trace
-
-
-def _first_difference(a: list, b: list) -> tuple[str, object, object] | None:
-    for (what, x), (_, y) in zip(a, b):
-        if x != y:
-            return what, x, y
-    if len(a) != len(b):
-        return "the number of steps until the episode ended", len(a), len(b)
-    return None
-
-
-def determinism_stage(open_env: Opener, cfg: CheckConfig) -> str:
-    """Trace reset(seed), tools(), solution() and a fixed reply sequence on one instance, twice
-    per seed, then on a second instance that visits the seeds in reverse order; all traces of a
-    seed must agree. Two instances with different histories catch both global randomness and
-    state carried across episodes, at the cost of two loads rather than two per seed."""
-    seeds = [cfg.seed + 100 + i for i in range(cfg.determinism_seeds)]
-    traces: dict[int, list] = {}
-    with open_env() as env:
-        do_reset(env, seeds[0], cfg.max_obs_chars)  # tools may depend on the reset state
-        actions = probe_actions(tool_names(env))[: cfg.max_turns]
-        for seed in seeds:
-            traces[seed] = _trace(env, seed, actions, cfg)
-            _compare(traces[seed], _trace(env, seed, actions, cfg), seed, "the same instance reset again")
-    with open_env() as env:
-        for seed in reversed(seeds):
-            _compare(traces[seed], _trace(env, seed, actions, cfg), seed, "a second instance")
-    return f"seeds {seeds[0]}..{seeds[-1]} reproduce observations, tools, solution() and step results"
-
-
-def _compare(first: list, other: list, seed: int, label: str) -> None:
-    diff = _first_difference(first, other)
-    if diff:
-        what, x, y = diff
-        raise ContractError(
-            f"not deterministic: {what} differs on {label} with seed {seed}: "
-            f"{short(x)} vs {short(y)}; draw every random choice from "
-            "random.Random(seed) created in reset(), never from the global random"
-        )
-
-
-def _replay(env: EnvHandle, seed: int, cfg: CheckConfig) -> str | None:
-    """Replay solution() from reset(seed); None when it wins, else why not."""
-    do_reset(env, seed, cfg.max_obs_chars)
-    actions = solution_actions(call_env("solution()", env.solution))
-    step = None
-    for i, action in enumerate(actions, 1):
-        step = do_step(env, action, cfg.max_obs_chars)
-        if step.done:
-            break
-    if step is not None and step.won:
-        return None
-    where = f"seed {seed}: replaying solution() ({len(actions)} action(s), ending {short(actions[-1], 40)})"
-    if step.truncated:
-        why = f"was truncated at step {i} (max_turns={cfg.max_turns})"
-    elif step.terminated:
-        why = f"ended at step {i} with reward {step.reward} (a win needs a positive reward)"
-    else:
-        why = f"left the episode running after {i} step(s) (a win must set terminated=True)"
-    tip = ""
-    if len(actions) == 1 and not FORMATTED.search(actions[0]):
-        tip = "; solution() returns actions as the agent writes them, e.g. '\\\\boxed{...}'"
-    return f"{where} {why}: last observation {short(step.obs, 80)}{tip}"
-
-
-def solvable_stage(open_env: Opener, cfg: CheckConfig, seeds: int) -> str:
-    """Replaying solution() from a fresh reset wins on each of ``seeds`` seeds."""
-    chosen = [cfg.seed + i for i in range(seeds)]
-    with open_env() as env:
-        for seed in chosen:
-            failure = _replay(env, seed, cfg)
-            if failure:
-                raise ContractError(f"not solvable: {failure}")
-    return f"solution() wins on seeds {chosen[0]}..{chosen[-1]}"
-
-
-_LEAK_SEEDS = 3
-
-
-def _strategies(cfg: CheckConfig, tools: list[str]) -> dict[str, list[tuple[int, Callable[[int], str]]]]:
-    base, n_fixed = cfg.seed + 1000, max(1, cfg.trivial_episodes // 4)
-
-    def rand(seed: int) -> Callable[[int], str]:
-        rng = random.Random(f"{cfg.seed}:{seed}")
-        return lambda _turn: random_action(rng, tools)
-
-    return {
-        "random": [(base + e, rand(base + e)) for e in range(cfg.trivial_episodes)],
-        "empty": [(base + e, lambda _turn: "") for e in range(n_fixed)],
-        "repeated": [
-            (base + e, lambda _turn, a=REPEATED[e % len(REPEATED)]: a) for e in range(n_fixed)
-        ],
-    }
-
-
-def not_trivial_stage(open_env: Opener, cfg: CheckConfig) -> str:
-    """The answer is not printed in the first observation, and no trivial strategy (random,
-    empty, the same reply repeated) wins more than ``trivial_rate`` of its episodes."""
-    base = cfg.seed + 1000
-    with open_env() as env:
-        firsts = {}
-        for seed in range(base, base + _LEAK_SEEDS):
-            obs = do_reset(env, seed, cfg.max_obs_chars)
-            firsts[seed] = (obs, answer_of(call_env("solution()", env.solution)))
-        leak = find_leak(firsts)
-        if leak:
-            raise ContractError(f"answer leaked: {leak}; state the task, never its answer")
-        rates = []
-        for name, episodes in _strategies(cfg, tool_names(env)).items():
-            wins = sum(play(env, seed, policy, cfg.max_turns, cfg.max_obs_chars) for seed, policy in episodes)
-            rate = wins / len(episodes)
-            if rate > cfg.trivial_rate:
-                raise ContractError(
-                    f"trivial: {name} replies won {wins} of {len(episodes)} episodes "
-                    f"({rate:.0%} > {cfg.trivial_rate:.0%}); a win must need the right answer"
-                )
-            rates.append(f"{name} {wins}/{len(episodes)}")
-    return "wins by " + ", ".join(rates) + "; answer not in the first observation"
-
-
-def load_stage(sandbox: Any, code: str, class_name: str, cfg: CheckConfig) -> str:
-    """Instantiate the class inside the sandbox (its limits apply) and close it again."""
-    try:
-        with sandbox.load(code, max_turns=cfg.max_turns, class_name=class_name):
+        with sandbox.load(code, max_turns=cfg.max_turns, class_name=class_name,
+                          deadline=min(started + cap, budget.deadline)):
             pass
+    except EnvTimeout as e:
+        if budget.left() <= 0:
+            raise budget.exceeded(f"while building {build}") from e
+        raise EnvLoadError(
+            f"import and {build} took longer than {cap:g} s (CheckConfig.init_seconds or "
+            "Limits.load_seconds): every episode builds a fresh instance, so keep __init__ "
+            "cheap and build each puzzle in reset()") from e
     except EnvLoadError as e:
         lines = [line.strip() for line in e.reason.splitlines() if line.strip()]
-        raise EnvLoadError(f"import or {class_name}(max_turns={cfg.max_turns}) raised "
+        raise EnvLoadError(f"import or {build} raised "
                            f"{lines[-1] if lines else e.reason}{where_in_env(e.reason)}") from e
-    return f"{class_name}(max_turns={cfg.max_turns}) instantiated in the sandbox"
+    return f"{build} instantiated in the sandbox in {time.monotonic() - started:.2f} s"
 
 
 def novelty_stage(code: str, index: NoveltyIndex, cfg: CheckConfig) -> str:
@@ -291,10 +127,13 @@ def looks_like_module(text: str) -> bool:
 
 
 class _Stages:
-    """Runs stages in order, timing each and recording the first failure, after which it runs
-    nothing more. Failures crossing here are typed (ContractError, ExtractError, EnvError)."""
+    """Runs stages in order under one budget, timing each and recording the first failure,
+    after which it runs nothing more. Failures crossing here are typed (ContractError, including
+    CheckBudgetExceeded, ExtractError, EnvError). Instance builds made by later stages are
+    charged to the load stage's row."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
         self.results: list[CheckResult] = []
 
     @property
@@ -304,13 +143,22 @@ class _Stages:
     def run(self, stage: str, fn: Callable[[], tuple[Any, str]]) -> Any:
         if self.failed:
             return None
+        self.budget.begin(stage)
         start = time.perf_counter()
+        value, passed = None, False
         try:
             value, reason = fn()
+            passed = True
         except (ContractError, ExtractError, EnvError) as e:
-            self.results.append(CheckResult(stage, False, e.reason, time.perf_counter() - start))
-            return None
-        self.results.append(CheckResult(stage, True, reason, time.perf_counter() - start))
+            reason = e.reason
+        seconds = time.perf_counter() - start
+        builds = self.budget.build_seconds if stage != "load" else 0.0
+        self.results.append(CheckResult(stage, passed, reason, max(0.0, seconds - builds)))
+        loads = [i for i, r in enumerate(self.results) if r.stage == "load"]
+        if builds and loads:
+            load = self.results[loads[0]]
+            self.results[loads[0]] = replace(load, seconds=load.seconds + builds)
+        self.budget.end(passed)
         return value
 
 
@@ -326,24 +174,32 @@ def check(
     source: str,
     *,
     sandbox: Any,
-    seeds: int = 5,
+    seeds: int | None = None,
     config: CheckConfig | None = None,
     existing: Iterable[str] | NoveltyIndex = (),
     module: bool | None = None,
+    progress: ProgressFn | None = None,
 ) -> CheckReport:
     """Validate one candidate environment, stage by stage (see the module docstring).
 
     ``source`` is module code or a raw designer reply (``module=None`` decides by whether it
     parses as Python; pass ``module=True`` for a ``.py`` file, so a syntax error is reported by
     the static stage rather than by extraction). ``sandbox`` is a started
-    :class:`spadework.sandbox.Sandbox` owned by the caller. ``seeds`` is how many seeds solution()
-    must win on. ``existing`` is the code of environments to compare against for novelty, or a
-    prebuilt :class:`NoveltyIndex` (reuse one across candidates).
+    :class:`spadework.sandbox.Sandbox` owned by the caller. ``seeds`` is how many play-style
+    seeds solution() must win on (default ``config.solvable_seeds``; at most MAX_SEEDS).
+    ``existing`` is the code of environments to compare against for novelty, or a prebuilt
+    :class:`NoveltyIndex` (reuse one across candidates). ``progress`` receives a
+    :class:`~spadework.env.budget.CheckProgress` as each stage starts, advances and ends.
+
+    The whole check takes at most ``config.budget_seconds`` of wall-clock time, plus the
+    host-side stages (extract, static, novelty), which run no environment code and are bounded
+    by the reply's size cap.
     """
     cfg = config or CheckConfig()
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ConfigError(f"seeds must be a positive integer, got {seeds!r}")
-    stages = _Stages()
+    n_seeds = validate_count("seeds", cfg.solvable_seeds if seeds is None else seeds, MAX_SEEDS,
+                             SEEDS_WHY)
+    budget = Budget(cfg.budget_seconds, progress)
+    stages = _Stages(budget)
     code: str | None = source
     if not (looks_like_module(source) if module is None else module):
         code = stages.run("extract", lambda: _extract(source))
@@ -352,19 +208,29 @@ def check(
                            max_turns=cfg.max_turns)
     info = stages.run("static", lambda: _static(code, cfg))
     name = info.class_name if info else None
+    env_id = env_id_of(code)
 
-    def opener() -> AbstractContextManager[EnvHandle]:
-        return sandbox.load(code, max_turns=cfg.max_turns, class_name=name)
+    @contextmanager
+    def opener() -> Iterator[BudgetedHandle]:
+        try:
+            handle = budget.call("building an instance", sandbox.load, code, max_turns=cfg.max_turns,
+                                 class_name=name, build=True)
+        except EnvError as e:
+            raise type(e)(f"building a fresh {name} for this stage failed (the load stage's "
+                          f"build had passed): {e.reason}") from e
+        with handle:
+            yield BudgetedHandle(handle, budget)
 
-    stages.run("load", lambda: (None, load_stage(sandbox, code, name, cfg)))
-    stages.run("contract", lambda: (None, contract_stage(opener, cfg)))
-    stages.run("determinism", lambda: (None, determinism_stage(opener, cfg)))
-    stages.run("solvable", lambda: (None, solvable_stage(opener, cfg, seeds)))
-    stages.run("not_trivial", lambda: (None, not_trivial_stage(opener, cfg)))
+    stages.run("load", lambda: (None, load_stage(sandbox, code, name, cfg, budget)))
+    stages.run("contract", lambda: (None, contract_stage(opener, cfg, budget)))
+    stages.run("determinism", lambda: (None, determinism_stage(opener, cfg, budget)))
+    stages.run("solvable", lambda: (None, solvable_stage(
+        opener, cfg, solvable_seeds(cfg.seed, env_id, n_seeds), budget)))
+    stages.run("not_trivial", lambda: (None, not_trivial_stage(opener, cfg, budget)))
     index = existing if isinstance(existing, NoveltyIndex) else NoveltyIndex(existing, k=cfg.shingle_size)
     if len(index):
         stages.run("novelty", lambda: (None, novelty_stage(code, index, cfg)))
-    return CheckReport(env_id=env_id_of(code), class_name=name, results=tuple(stages.results),
+    return CheckReport(env_id=env_id, class_name=name, results=tuple(stages.results),
                        max_turns=cfg.max_turns)
 
 

@@ -6,21 +6,33 @@ The designer answers with prose, maybe a ``<think>`` block, and one or more fenc
 
 Rules, in order:
 
-1. The reply must be text, non-empty, under a size cap, and not binary junk.
-2. Fenced blocks are found first (```` ```python ````, ```` ```py ````, ```` ``` ````; a longer
-   fence needs an equally long closing fence). A ```` ``` ```` line inside the module (a board
-   drawn in a triple-quoted string) does not end the block when a later closing fence makes the
-   block parse. An unterminated final fence (a truncated reply) runs to the end of the reply and
-   is recorded as a repair; it must then parse.
+1. The reply must be text, non-empty, under a size cap, and not binary junk. A leading
+   byte-order mark is dropped (it is encoding, not text).
+2. Fenced blocks are found first: backtick or tilde fences (```` ```python ````, ``~~~py``,
+   ```` ``` ````); a longer fence needs an equally long closing fence of the same character.
+   The language is the first word of the info string, whatever follows it or wraps it
+   (```` ```python{cmd=true} ````, ```` ```{python} ````, ```` ```python:env.py ````). A closing fence
+   may carry text after it on its line (```` ``` Hope this helps! ````). A ```` ``` ```` line
+   inside the module (a board drawn in a triple-quoted string) does not end the block when a
+   later closing fence makes the block parse. An opening fence followed at once by another
+   opening fence with a language is a stray line and is skipped. An unterminated final fence (a
+   truncated reply) runs to the end of the reply and is recorded as a repair; it must then parse.
+   When no block gives a module, every fence line with a Python label is tried as an opening
+   fence on its own, which finds a block nested in another (```` ````markdown ```` around
+   ```` ```python ````) or left behind by a fence that the first pass paired wrongly.
 3. Thinking is dropped: ``<think>...</think>`` blocks, an unclosed ``<think>`` (to the end) and a
    prefix that ends in ``</think>`` without an opening tag (chat templates put the opening tag in
    the prompt). Tags inside fenced blocks are code, not thinking.
 4. Of the blocks outside thinking, the last one that parses and defines an environment class
    (:func:`~spadework.env.contract.find_env_class`) wins. A reply without fences that is itself
-   a module with an environment class is accepted.
-5. A block that does not parse gets one kind of automatic repair: the f-string that the
-   ``SyntaxError`` points at has its literal braces doubled where they cannot be replacement
-   fields (``f"answer as \\\\boxed{your move}"``), then it is parsed again.
+   a module with an environment class is accepted, and so is one whose module follows lines of
+   prose (and is followed by some), when the prose can be cut off at line boundaries: the
+   prose before holds no code, the prose after has no indented line.
+5. A block that does not parse gets two kinds of automatic repair, each recorded: non-breaking
+   and other wide spaces become plain spaces (byte-order marks and zero-width characters are
+   removed), and the f-string that the ``SyntaxError`` points at has its literal braces doubled
+   where they cannot be replacement fields (``f"answer as \\\\boxed{your move}"``), then it is
+   parsed again.
 
 Departures from the reference (``extract_game_code`` + ``repair_fstring_braces``): it takes the
 *first* ``python`` fence and never strips thinking, so a draft in the thinking wins over the final
@@ -31,14 +43,16 @@ failing line are touched, and only their fields that do not compile.
 
 from __future__ import annotations
 
-import ast
 import bisect
 import re
 import textwrap
 from dataclasses import dataclass
 
 from spadework.env.contract import find_env_class
+from spadework.env.repair import parse_with_repair
 from spadework.errors import ContractError, ExtractError
+
+__all__ = ["MAX_REPLY_CHARS", "PYTHON_LANGS", "ExtractedModule", "extract_env_module", "parse_with_repair"]
 
 #: Largest reply accepted, in characters (a 20,000-token reply is about 80,000 characters).
 MAX_REPLY_CHARS = 500_000
@@ -46,12 +60,18 @@ MAX_REPLY_CHARS = 500_000
 #: Info strings that mark a block as Python; an empty info string counts too.
 PYTHON_LANGS = frozenset({"", "python", "py", "python3", "py3"})
 
-_MAX_REPAIR_ROUNDS = 20
-_MAX_CLOSING_TRIES = 8
-_OPEN_FENCE = re.compile(r"^([ \t]*)(`{3,})[ \t]*([^`\n]*?)[ \t\r]*$", re.M)
+_MAX_CLOSING_TRIES = 12
+_MAX_LOOSE_OPENERS = 64
+_MAX_PROSE_STARTS = 40
+_FENCE_LINE = re.compile(r"^([ \t]*)(`{3,}|~{3,})([^\n]*)$", re.M)
+_LANG = re.compile(r"[{.\s]*([A-Za-z0-9_+#-]*)")
+_PROSE_TAIL = re.compile(r"\s|[.!?:;,)\]]$")  # text after a closing fence, not a language
+#: Lines that can start a module; prose before an unfenced module must hold none of _CODE_IN.
+_CODE_START = re.compile(r"(import\s|from\s+[\w.]+\s+import\s|class\s+\w|def\s+\w|async\s+def\s|@\w|"
+                         r"\"\"\"|'''|#|[A-Za-z_]\w*\s*(:[^=\n]*)?=[^=])")
+_CODE_IN = re.compile(r"\bimport\s+\w|^\s*(def|class)\s+\w+\s*[(:]|^\s*(return|self\.)")
 _THINK_TAG = re.compile(r"<(/?)think>")
 _JUNK = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffd]")
-_STRING_START = re.compile(r"#|(?:(?<![\w])([rRbBfFuU]{1,2}))?('''|\"\"\"|'|\")")
 
 
 @dataclass(frozen=True)
@@ -65,6 +85,34 @@ class ExtractedModule:
     code: str
     class_name: str
     repairs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Fence:
+    """One line that starts with three or more backticks or tildes."""
+
+    start: int  # offset of the line
+    end: int  # offset just past the line and its newline
+    indent: str
+    char: str
+    length: int
+    info: str  # the text after the fence, stripped
+
+    @property
+    def lang(self) -> str:
+        """The first word of the info string, lowercased ("python" of ``{.python .x}``)."""
+        return _LANG.match(self.info).group(1).lower()  # type: ignore[union-attr]
+
+    @property
+    def can_open(self) -> bool:
+        return not (self.char == "`" and "`" in self.info)  # CommonMark: no backticks in the info
+
+    def closes(self, opener: _Fence, *, loose: bool) -> bool:
+        """Whether this line closes ``opener``'s block: the same character, at least as long, and
+        nothing after it (or, when ``loose``, prose after it on the line)."""
+        if self.char != opener.char or self.length < opener.length:
+            return False
+        return not self.info or (loose and _PROSE_TAIL.search(self.info) is not None)
 
 
 @dataclass(frozen=True)
@@ -103,7 +151,9 @@ def extract_env_module(reply: str, *, max_chars: int = MAX_REPLY_CHARS) -> Extra
     spadework.errors.ExtractError: the reply is all thinking: <think> was never closed, so there is no code after it (raise the designer's max tokens or turn thinking off)
     """
     _check_text(reply, max_chars)
-    blocks = _fenced_blocks(reply)
+    reply = reply.removeprefix("\ufeff")
+    fences = _fence_lines(reply)
+    blocks = _fenced_blocks(reply, fences)
     spans, unclosed = _thinking_spans(reply, blocks)
     rest = _without(reply, spans)
     if spans and not rest.strip():
@@ -112,10 +162,25 @@ def extract_env_module(reply: str, *, max_chars: int = MAX_REPLY_CHARS) -> Extra
         raise ExtractError(f"the reply is all thinking: {why} "
                            "(raise the designer's max tokens or turn thinking off)")
     span_starts = [a for a, _ in spans]
-    candidates = [b for b in blocks
-                  if b.lang in PYTHON_LANGS and not _inside(b.start, spans, span_starts)]
+
+    def outside(found: list[_Block]) -> list[_Block]:
+        return [b for b in found if b.lang in PYTHON_LANGS and not _inside(b.start, spans, span_starts)]
+
+    candidates = outside(blocks)
+    first_error: ExtractError | None = None
     if candidates:
-        return _choose(candidates)
+        try:
+            return _choose(candidates)
+        except ExtractError as e:
+            first_error = e
+    loose = outside(_loose_blocks(reply, fences))
+    if loose:
+        try:
+            return _choose(loose)
+        except ExtractError as e:
+            first_error = first_error or e
+    if first_error is not None:
+        raise first_error
     try:
         return _unfenced(reply, rest, has_fences=bool(blocks))
     except ExtractError as e:
@@ -139,29 +204,77 @@ def _check_text(reply: object, max_chars: int) -> None:
                            "characters): check the model's decoding and tokenizer")
 
 
-def _fenced_blocks(text: str) -> list[_Block]:
+def _fence_lines(text: str) -> list[_Fence]:
+    return [_Fence(m.start(), min(m.end() + 1, len(text)), m.group(1), m.group(2)[0],
+                   len(m.group(2)), m.group(3).strip())
+            for m in _FENCE_LINE.finditer(text)]
+
+
+def _fenced_blocks(text: str, fences: list[_Fence]) -> list[_Block]:
     """Fenced blocks in order, with parse-aware closing fences for Python blocks."""
     blocks: list[_Block] = []
-    pos = 0
-    while (m := _OPEN_FENCE.search(text, pos)) is not None:
-        indent, ticks, info = m.group(1), m.group(2), m.group(3)
-        lang = info.split()[0].lower() if info.split() else ""
-        body_start = min(m.end() + 1, len(text))
-        closing = re.compile(rf"^[ \t]*`{{{len(ticks)},}}[ \t\r]*$", re.M)
-        first = closing.search(text, body_start)
-        if first is None:
-            code = _dedent(text[body_start:], indent)
-            blocks.append(_Block(m.start(), len(text), lang, code, terminated=False))
-            break
-        chosen, tries, c = first, 0, first
-        while lang in PYTHON_LANGS and c is not None and tries < _MAX_CLOSING_TRIES:
-            if _parses(_dedent(text[body_start:c.start()], indent)):
-                chosen = c
+    i = 0
+    while i < len(fences):
+        opener = fences[i]
+        if not opener.can_open or _stray(text, fences, i):
+            i += 1
+            continue
+        block, i = _block_from(text, fences, i)
+        blocks.append(block)
+    return blocks
+
+
+def _stray(text: str, fences: list[_Fence], i: int) -> bool:
+    """An opening fence followed, with only blank lines between, by an opening fence that names
+    a language: the first is a stray line, not an (empty) block."""
+    if i + 1 >= len(fences):
+        return False
+    nxt = fences[i + 1]
+    return bool(nxt.info) and nxt.can_open and not text[fences[i].end:nxt.start].strip()
+
+
+def _block_from(text: str, fences: list[_Fence], i: int) -> tuple[_Block, int]:
+    """The block opened by fence ``i``, and the index of the first fence after it. A block
+    closes at its first closing fence (bare, or with prose after it on the line); a Python block
+    at the first of its next few closing fences at which it parses, if any does."""
+    opener = fences[i]
+    lang = opener.lang
+    closers = (j for j in range(i + 1, len(fences)) if fences[j].closes(opener, loose=True))
+    first = next(closers, None)
+    if first is None:
+        code = _dedent(text[opener.end:], opener.indent)
+        return _Block(opener.start, len(text), lang, code, terminated=False), len(fences)
+    chosen = first
+    if lang in PYTHON_LANGS:
+        j: int | None = first
+        for _ in range(_MAX_CLOSING_TRIES):
+            if j is None:
                 break
-            c, tries = closing.search(text, c.end()), tries + 1
-        code = _dedent(text[body_start:chosen.start()], indent)
-        blocks.append(_Block(m.start(), chosen.end(), lang, code, terminated=True))
-        pos = chosen.end()
+            if _parses(_dedent(text[opener.end:fences[j].start], opener.indent)):
+                chosen = j
+                break
+            j = next(closers, None)
+    code = _dedent(text[opener.end:fences[chosen].start], opener.indent)
+    return _Block(opener.start, fences[chosen].end, lang, code, terminated=True), chosen + 1
+
+
+def _loose_blocks(text: str, fences: list[_Fence]) -> list[_Block]:
+    """The second pass: each fence line with a Python label, as an opening fence on its own,
+    up to the first later fence line (of any kind) at which it parses, else the end of the
+    reply. Catches a block nested in another and one behind a fence the first pass misread."""
+    openers = [i for i, f in enumerate(fences) if f.info and f.lang in PYTHON_LANGS and f.can_open]
+    blocks = []
+    for i in openers[-_MAX_LOOSE_OPENERS:]:
+        opener = fences[i]
+        ends = [f.start for f in fences[i + 1:i + 1 + _MAX_CLOSING_TRIES]]
+        for k, end in enumerate(ends):
+            code = _dedent(text[opener.end:end], opener.indent)
+            if _parses(code):
+                blocks.append(_Block(opener.start, fences[i + 1 + k].end, opener.lang, code, True))
+                break
+        else:
+            code = _dedent(text[opener.end:], opener.indent)
+            blocks.append(_Block(opener.start, len(text), opener.lang, code, terminated=not ends))
     return blocks
 
 
@@ -238,7 +351,8 @@ def _choose(candidates: list[_Block]) -> ExtractedModule:
 
 def _unfenced(reply: str, rest: str, *, has_fences: bool) -> ExtractedModule:
     """A reply without Python fences is accepted only if it is itself the module (surrounding
-    blank space dropped, so the module is the same whatever thinking preceded it)."""
+    blank space dropped, so the module is the same whatever thinking preceded it), or if it is
+    lines of prose around such a module (:func:`_between_prose`)."""
     tries = [rest] if rest == reply or has_fences else [rest, reply]
     reasons = []
     for text in tries:
@@ -246,8 +360,58 @@ def _unfenced(reply: str, rest: str, *, has_fences: bool) -> ExtractedModule:
             return _module_of(text.strip() + "\n")
         except ExtractError as e:
             reasons.append(e.reason)
+    for text in tries:
+        found = _between_prose(text.strip() + "\n")
+        if found is not None:
+            return found
     raise ExtractError("no ```python code block in the reply, and the reply is not a module "
                        f"by itself ({reasons[0]}): wrap the module in ```python ... ```")
+
+
+def _between_prose(text: str) -> ExtractedModule | None:
+    """The module in ``text`` after lines of prose (and before more prose), or None.
+
+    It starts at the first line that can start a module (an import, a class, a def, a comment,
+    ...) after which the rest parses, as long as no line before it holds code (a line such as
+    ``Sure! import random`` means the module cannot be cut off cleanly). Prose after the module
+    is cut where the parser first fails, if that line is not indented and no indented line
+    follows (so a broken method is never cut away to make the rest parse).
+    """
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    starts = 0
+    for k, line in enumerate(lines):
+        if starts >= _MAX_PROSE_STARTS:
+            return None
+        if not _CODE_START.match(line):
+            if _CODE_IN.search(line):
+                return None
+            continue
+        starts += 1
+        found = _module_or_cut(lines[k:])
+        if found is not None:
+            return found
+    return None
+
+
+def _module_or_cut(lines: list[str]) -> ExtractedModule | None:
+    code = "".join(lines)
+    try:
+        return _module_of(code)
+    except ExtractError as e:
+        error = e.__cause__
+    if not isinstance(error, SyntaxError) or not error.lineno:
+        return None
+    cut = error.lineno - 1
+    tail = lines[cut:]
+    if not tail or not tail[0].strip() or any(line[:1] in (" ", "\t") for line in tail):
+        return None
+    try:
+        return _module_of("".join(lines[:cut]).rstrip() + "\n")
+    except ExtractError:
+        return None
 
 
 def _module_of(code: str) -> ExtractedModule:
@@ -261,133 +425,3 @@ def _module_of(code: str) -> ExtractedModule:
     except ContractError as e:
         raise ExtractError(e.reason) from e
     return ExtractedModule(fixed, name, repairs)
-
-
-def parse_with_repair(code: str) -> tuple[ast.Module, str, tuple[str, ...]]:
-    """Parse ``code``; if it fails inside an f-string, double its stray braces and try again.
-
-    Returns ``(tree, code_as_parsed, repairs)``. Raises the *original* ``SyntaxError`` when the
-    code does not parse even after repair (its line numbers refer to what the model wrote).
-
-    >>> _, fixed, repairs = parse_with_repair('x = f"reply {your move} or {}"\\n')
-    >>> fixed, repairs
-    ('x = f"reply {{your move}} or {{}}"\\n', ('doubled literal braces in the f-string at line 1',))
-    >>> parse_with_repair("d = {'a': 1}\\n")[2]
-    ()
-    """
-    try:
-        return _parse(code), code, ()
-    except SyntaxError as first:
-        original = first
-    current, repairs = code, []
-    error = original
-    for _ in range(_MAX_REPAIR_ROUNDS):
-        if "f-string" not in (error.msg or "") or error.lineno is None:
-            break
-        fixed = _repair_fstrings_at(current, error.lineno)
-        if fixed == current:
-            break
-        current = fixed
-        repairs.append(f"doubled literal braces in the f-string at line {error.lineno}")
-        try:
-            return _parse(current), current, tuple(repairs)
-        except SyntaxError as e:
-            error = e
-    raise original
-
-
-def _parse(code: str) -> ast.Module:
-    """``ast.parse`` with every refusal as a SyntaxError: null bytes (ValueError) and nesting
-    too deep for the parser (MemoryError, RecursionError) are code that cannot load either."""
-    try:
-        return ast.parse(code)
-    except ValueError as e:
-        raise SyntaxError(str(e)) from e
-    except (MemoryError, RecursionError) as e:
-        raise SyntaxError("the code is nested too deeply for Python's parser") from e
-
-
-def _repair_fstrings_at(code: str, lineno: int) -> str:
-    """Double the braces of every f-string literal that covers line ``lineno``."""
-    line_starts = [0] + [m.end() for m in re.finditer("\n", code)]
-    lo = line_starts[lineno - 1] if lineno - 1 < len(line_starts) else len(code)
-    hi = line_starts[lineno] if lineno < len(line_starts) else len(code)
-    out, last = [], 0
-    for start, body_start, body_end, prefix, quote in _string_literals(code):
-        if "f" not in prefix.lower() or body_end < lo or start >= hi:
-            continue
-        out.append(code[last:body_start])
-        out.append(_repair_fstring_body(code[body_start:body_end], prefix, quote))
-        last = body_end
-    out.append(code[last:])
-    return "".join(out)
-
-
-def _string_literals(code: str):
-    """Yield ``(start, body_start, body_end, prefix, quote)`` of each string literal.
-
-    Python 3.11 rules: a literal ends at the first unescaped closing quote (replacement fields
-    cannot reuse the delimiter); a one-line literal also ends at a newline (it is broken then).
-    """
-    pos = 0
-    while (m := _STRING_START.search(code, pos)) is not None:
-        if m.group(0) == "#":
-            nl = code.find("\n", m.end())
-            pos = len(code) if nl < 0 else nl
-            continue
-        prefix, quote = m.group(1) or "", m.group(2)
-        i = m.end()
-        while i < len(code):
-            ch = code[i]
-            if ch == "\\":
-                i += 2
-            elif code.startswith(quote, i) or (len(quote) == 1 and ch == "\n"):
-                break
-            else:
-                i += 1
-        body_end = min(i, len(code))
-        yield m.start(), m.end(), body_end, prefix, quote
-        pos = body_end + (len(quote) if code.startswith(quote, body_end) else 1)
-
-
-def _repair_fstring_body(body: str, prefix: str, quote: str) -> str:
-    """Keep fields that compile; double the braces of everything else."""
-    out, i = [], 0
-    while i < len(body):
-        ch = body[i]
-        if body.startswith("{{", i) or body.startswith("}}", i):
-            out.append(body[i:i + 2])
-            i += 2
-        elif ch == "{":
-            j = _matching_brace(body, i)
-            field = body[i:j + 1] if j is not None else body[i]
-            ok = j is not None and _field_compiles(field, prefix, quote)
-            out.append(field if ok else field.replace("{", "{{").replace("}", "}}"))
-            i += len(field)
-        elif ch == "}":
-            out.append("}}")
-            i += 1
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
-
-
-def _matching_brace(body: str, i: int) -> int | None:
-    depth = 0
-    for j in range(i, len(body)):
-        if body[j] == "{":
-            depth += 1
-        elif body[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
-
-
-def _field_compiles(field: str, prefix: str, quote: str) -> bool:
-    try:
-        ast.parse(f"{prefix}{quote}{field}{quote}", mode="eval")
-    except (SyntaxError, ValueError):
-        return False
-    return True

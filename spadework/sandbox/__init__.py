@@ -6,7 +6,8 @@ network) and keeps one environment from disturbing another:
 
 - it never runs in the host process: a zygote forks one child per ``load``, which hardens itself
   before any generated code is compiled;
-- time: per-call and per-episode wall-clock deadlines (SIGKILL by pid), RLIMIT_CPU;
+- time: per-call and per-episode wall-clock deadlines, and any earlier deadline the caller
+  passes (``deadline=``, the checker's whole-check budget), SIGKILL by pid; RLIMIT_CPU;
 - memory and disk: RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE; the scratch dir is a size-capped
   tmpfs in the child's own mount namespace (gone when the child dies); stdout goes to /dev/null,
   stderr to a size-capped log file whose tail explains crashes;

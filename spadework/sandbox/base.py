@@ -281,20 +281,21 @@ class Sandbox:
     # ------------------------------------------------------------------ environments
 
     def load(self, code: str, max_turns: int = 10, *, class_name: str | None = None,
-             kwargs: dict | None = None) -> EnvHandle:
+             kwargs: dict | None = None, deadline: float | None = None) -> EnvHandle:
         """Fork a hardened child, import ``code`` in it and instantiate its environment class.
 
         The class is found on the host by :func:`find_env_class` (AST only; ContractError when
         there is none) unless ``class_name`` is given. Raises EnvLoadError when import or
-        ``cls(max_turns=max_turns, **kwargs)`` fails, EnvTimeout past ``Limits.load_seconds``,
+        ``cls(max_turns=max_turns, **kwargs)`` fails, EnvTimeout past ``Limits.load_seconds`` or
+        past ``deadline`` (a ``time.monotonic()`` instant, when the caller has an earlier one),
         EnvCrashed when the child dies, SandboxUnavailable when a required layer did not hold.
         """
         blob, found = self._prepared(code)
         if class_name is None and isinstance(found, ContractError):
             raise ContractError(found.reason)  # a fresh exception each time, not the cached one
         name = class_name or found
-        deadline = time.monotonic() + self.limits.load_seconds
-        handle, layers = self._hardened_child(deadline)
+        own = time.monotonic() + self.limits.load_seconds
+        handle, layers = self._hardened_child(min(own, deadline) if deadline is not None else own)
         try:
             iso = Isolation.from_report(layers)
             missing = iso.missing(self.limits.required_layers)
@@ -304,7 +305,7 @@ class Sandbox:
                     "(see sb.isolation); set Limits(allow_degraded=True) to run anyway"
                 )
             spec = {"code": blob, "class_name": name, "max_turns": max_turns, "kwargs": kwargs or {}}
-            handle.load_module(spec, seconds=max(0.001, deadline - time.monotonic()))
+            handle.load_module(spec, seconds=max(0.001, own - time.monotonic()), deadline=deadline)
         except BaseException:
             handle.close()
             raise

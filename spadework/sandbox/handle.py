@@ -3,7 +3,10 @@
 Every call holds the handle's own lock, so a handle is safe to share between threads; calls on
 different handles run in parallel (the I/O waits in ``poll``, which releases the GIL). Deadlines
 are enforced here: a call that does not answer in time gets its child SIGKILLed by pid and raises
-:class:`~spadework.errors.EnvTimeout`; after that, or after a crash, the handle is dead and every
+:class:`~spadework.errors.EnvTimeout`. Each call's deadline is the earliest of the per-call limit
+(``Limits.step_seconds``), what is left of the episode's (``Limits.episode_seconds``) and the
+caller's own ``deadline=`` (a ``time.monotonic()`` instant: the checker passes its whole-check
+budget down this way, so a slow call is cut when the budget ends, not after it); after that, or after a crash, the handle is dead and every
 call raises :class:`~spadework.errors.EnvCrashed` saying so. For asyncio, ``areset``, ``astep``,
 ``asolution``, ``ahint`` and ``atools`` run the blocking call in a worker thread
 (``asyncio.to_thread``), so an event loop can drive many handles at once.
@@ -91,30 +94,30 @@ class EnvHandle:
 
     # ------------------------------------------------------------------ the contract's methods
 
-    def reset(self, seed: int | None = None) -> Any:
+    def reset(self, seed: int | None = None, *, deadline: float | None = None) -> Any:
         """``env.reset(seed=seed)`` as the env returned it; refills the episode budget."""
         with self._lock:
             self._episode_left = self._limits.episode_seconds
-            return self._call("reset", seed)
+            return self._call("reset", seed, until=deadline)
 
-    def step(self, action: str) -> Any:
+    def step(self, action: str, *, deadline: float | None = None) -> Any:
         """``env.step(action)`` as the env returned it (no coercion of flags or reward)."""
         with self._lock:
-            return self._call("step", action)
+            return self._call("step", action, until=deadline)
 
-    def solution(self) -> Any:
+    def solution(self, *, deadline: float | None = None) -> Any:
         with self._lock:
-            return self._call("solution", None)
+            return self._call("solution", None, until=deadline)
 
-    def hint(self) -> Any:
+    def hint(self, *, deadline: float | None = None) -> Any:
         """``env.hint()``, or None when the environment defines no ``hint``."""
         with self._lock:
-            return self._call("hint", None)
+            return self._call("hint", None, until=deadline)
 
-    def tools(self) -> Any:
+    def tools(self, *, deadline: float | None = None) -> Any:
         """``env.tools()`` (tool-use environments), or ``[]`` when it defines none."""
         with self._lock:
-            return self._call("tools", None)
+            return self._call("tools", None, until=deadline)
 
     async def areset(self, seed: int | None = None) -> Any:
         return await asyncio.to_thread(self.reset, seed)
@@ -154,14 +157,16 @@ class EnvHandle:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def load_module(self, spec: object, seconds: float) -> None:
-        """Send the module to the waiting child and instantiate its environment (called once by
-        the sandbox that forked it); raises EnvLoadError or EnvTimeout."""
-        self._call("load", spec, seconds=seconds)
+    def load_module(self, spec: object, seconds: float, *, deadline: float | None = None) -> None:
+        """Send the module to the waiting child and instantiate its environment within
+        ``seconds`` and before ``deadline`` (called once by the sandbox that forked it); raises
+        EnvLoadError or EnvTimeout."""
+        self._call("load", spec, seconds=seconds, until=deadline)
 
     # ------------------------------------------------------------------ the wire
 
-    def _call(self, op: str, arg: object, seconds: float | None = None) -> Any:
+    def _call(self, op: str, arg: object, seconds: float | None = None,
+              until: float | None = None) -> Any:
         if self._dead is not None:
             raise EnvCrashed(f"{op}(): this environment handle is dead ({self._dead})")
         budget = self._limits.step_seconds if seconds is None else seconds
@@ -169,6 +174,8 @@ class EnvHandle:
         what = "episode" if episode else f"{budget:g}s call"
         started = time.monotonic()
         deadline = started + (self._episode_left if episode else budget)
+        if until is not None and until < deadline:
+            deadline, what = until, "caller's"
         try:
             request = wire.frame(wire.encode([op, arg]), self._limits.max_message_bytes)
         except (wire.Unsendable, wire.ProtocolError) as e:

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from spadework.env.budget import Budget, BudgetedHandle
 from spadework.env.checker import (
+    MAX_SEEDS,
+    MAX_TURNS,
     CheckConfig,
+    CheckProgress,
+    SolutionLoss,
     answer_of,
     check,
     contract_stage,
@@ -21,10 +27,18 @@ from spadework.env.checker import (
     load_stage,
     looks_like_module,
     not_trivial_stage,
+    solution_losses,
+    solvable_seeds,
     solvable_stage,
 )
 from spadework.env.probe import find_leak
-from spadework.errors import ConfigError, ContractError, EnvLoadError, SandboxUnavailable
+from spadework.errors import (
+    CheckBudgetExceeded,
+    ConfigError,
+    ContractError,
+    EnvLoadError,
+    SandboxUnavailable,
+)
 from spadework.library import starter_envs
 from spadework.sandbox import Limits, Sandbox
 from spadework.types import env_id_of
@@ -39,6 +53,8 @@ RUNTIME_STAGES = ["static", "load", "contract", "determinism", "solvable", "not_
 REASONS = {
     "always_wins": "random replies won",
     "answer_in_observation": "contains the answer",
+    "cipher_alphabet_slip": "not solvable: seed ",
+    "cpu_burning_step": "budget ran out after",
     "huge_observation": "characters (cap",
     "huge_reward": "finite number in [-1, 1]",
     "import_os": "import of 'os'",
@@ -52,20 +68,43 @@ REASONS = {
     "no_step": "no step(action)",
     "nondeterministic_reset": "not deterministic",
     "raises_on_empty": "raised ValueError: empty action",
-    "solution_does_not_win": "not solvable: seed 0",
+    "sleeping_step": "budget ran out after",
+    "slow_init": "took longer than 0.5 s",
+    "solution_does_not_win": "not solvable: seed ",
     "string_flags": "terminated is 'no' (str)",
     "syntax_error": "syntax error at line 24",
 }
 
 
-@pytest.fixture(scope="module")
-def sb():
+#: Fixtures that are slow on purpose: each gets a small budget (or init cap) and, for the slow
+#: steps, the default per-call limit (5 s), under which their steps are legal one by one.
+CONFIGS = {
+    "sleeping_step": CheckConfig(budget_seconds=3.0),
+    "cpu_burning_step": CheckConfig(budget_seconds=3.0),
+    "slow_init": CheckConfig(init_seconds=0.5),
+}
+ROOMY = {"sleeping_step", "cpu_burning_step"}
+
+
+def _sandbox(limits: Limits):
     try:
-        box = Sandbox(Limits(step_seconds=1.0, load_seconds=5.0, episode_seconds=30.0))
+        box = Sandbox(limits)
         box.start()
     except SandboxUnavailable as e:
         pytest.skip(f"no sandbox here: {e.reason}")
-    with box:
+    return box
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with _sandbox(Limits(step_seconds=1.0, load_seconds=5.0, episode_seconds=30.0)) as box:
+        yield box
+
+
+@pytest.fixture(scope="module")
+def roomy_sb():
+    """The default limits: 5 s per call, 60 s per episode, 10 s per load."""
+    with _sandbox(Limits()) as box:
         yield box
 
 
@@ -81,8 +120,9 @@ def expected_stage(path: Path) -> str:
 
 
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
-def test_bad_fixture_fails_at_its_stage(sb, path):
-    report = check(path.read_text(), sandbox=sb, module=True)
+def test_bad_fixture_fails_at_its_stage(sb, roomy_sb, path):
+    box = roomy_sb if path.stem in ROOMY else sb
+    report = check(path.read_text(), sandbox=box, module=True, config=CONFIGS.get(path.stem))
     stage = expected_stage(path)
     assert report.failed_stage == stage, report.results
     assert [r.stage for r in report.results][-1] == stage  # nothing ran after the failure
@@ -240,7 +280,7 @@ def test_determinism_compares_solutions_too(sb):
 def test_solvable_suggests_the_action_format(sb):
     code = _variant('        return f"\\\\boxed{{{self.target}}}"', "        return str(self.target)")
     with pytest.raises(ContractError) as e:
-        solvable_stage(opener(sb, code), CFG, seeds=3)
+        solvable_stage(opener(sb, code), CFG, [1, 2, 3])
     assert "left the episode running" in e.value.reason and "\\boxed{...}" in e.value.reason
 
 
@@ -252,7 +292,7 @@ def test_solvable_suggests_the_action_format(sb):
 def test_solvable_rejects_malformed_solutions(sb, solution, needle):
     code = _variant('        return f"\\\\boxed{{{self.target}}}"', f"        {solution}")
     with pytest.raises(ContractError) as e:
-        solvable_stage(opener(sb, code), CFG, seeds=1)
+        solvable_stage(opener(sb, code), CFG, [7])
     assert needle in e.value.reason
 
 
@@ -260,12 +300,12 @@ def test_solvable_sees_a_losing_last_move_and_truncation(sb):
     lose = _variant('            return "Correct!", 1.0, True, False, {"turns": self.turn}',
                     '            return "Correct, but no prize.", 0.0, True, False, {}')
     with pytest.raises(ContractError, match="reward 0.0"):
-        solvable_stage(opener(sb, lose), CFG, seeds=1)
+        solvable_stage(opener(sb, lose), CFG, [7])
     slow = _variant('        return f"\\\\boxed{{{self.target}}}"',
                     '        return ["\\\\boxed{-1}"] * 30 + [f"\\\\boxed{{{self.target}}}"]')
     with pytest.raises(ContractError, match="truncated at step 20"):
-        solvable_stage(opener(sb, slow), CFG, seeds=1)
-    assert "wins on seeds 0..4" in solvable_stage(opener(sb, GOOD_CODE), CFG, seeds=5)
+        solvable_stage(opener(sb, slow), CFG, [7])
+    assert "wins on all 5 seeds (0, 1, ...)" in solvable_stage(opener(sb, GOOD_CODE), CFG, range(5))
 
 
 # -- not trivial ------------------------------------------------------------------------------
@@ -364,3 +404,216 @@ def test_cli_usage_errors_exit_2(tmp_path):
     assert out.returncode == 2 and "not UTF-8" in out.stderr
     out = _cli("--seeds", "0", str(FIXTURES / "good" / "arithmetic_chain.py"))
     assert out.returncode == 2
+
+
+# -- the budget, the progress and each stage's own charges ----------------------------------
+
+
+def test_the_budget_cuts_a_sleeping_step_in_flight(roomy_sb):
+    """Each step sleeps 2.5 s, legal under the 5 s per-call limit; the budget's deadline travels
+    with the call, so the check stops during the step that crosses it, not after."""
+    code = (FIXTURES / "bad" / "sleeping_step.py").read_text()
+    report = check(code, sandbox=roomy_sb, module=True, config=CheckConfig(budget_seconds=2.0))
+    assert report.failed_stage == "contract"
+    assert "the check's 2 s budget ran out after 0 of 25 steps (during step())" in report.reason
+    assert "the slowest" in report.reason and "--budget" in report.reason
+
+
+def test_the_budget_stops_a_cpu_burning_step(roomy_sb):
+    code = (FIXTURES / "bad" / "cpu_burning_step.py").read_text()
+    report = check(code, sandbox=roomy_sb, module=True, config=CheckConfig(budget_seconds=2.0))
+    assert report.failed_stage == "contract"
+    assert re.search(r"budget ran out after \d+ of 25 steps \(during step\(\)\)", report.reason)
+
+
+def test_the_longest_turn_cap_allowed_still_ends_within_the_budget(roomy_sb):
+    """max_turns at its bound with a step of 5 ms: a full contract stage alone would take 5 s."""
+    code = _variant("    def step(self, action):\n",
+                    "    def step(self, action):\n"
+                    "        lock = dataclasses._thread.allocate_lock()\n"
+                    "        lock.acquire()\n"
+                    "        lock.acquire(timeout=0.005)\n").replace("import random\n", "import dataclasses\nimport random\n")
+    cfg = CheckConfig(max_turns=MAX_TURNS, budget_seconds=1.0)
+    report = check(code, sandbox=roomy_sb, module=True, config=cfg)
+    assert report.failed_stage == "contract", report.results
+    assert re.search(rf"budget ran out after \d+ of {MAX_TURNS + 5} steps", report.reason)
+
+
+@pytest.mark.parametrize("bad", [0, MAX_TURNS + 1, 100_000, 10**20, 2.5, True, "20"])
+def test_the_turn_cap_is_bounded_with_a_reason(bad):
+    with pytest.raises(ConfigError, match=r"max_turns must be an integer from 1 to 1000.*no text game"):
+        CheckConfig(max_turns=bad)
+
+
+@pytest.mark.parametrize("field, bad", [("budget_seconds", 0), ("budget_seconds", float("inf")),
+                                        ("budget_seconds", float("nan")), ("init_seconds", -1.0),
+                                        ("solvable_seeds", 0), ("solvable_seeds", MAX_SEEDS + 1)])
+def test_budgets_and_seeds_are_validated(field, bad):
+    with pytest.raises(ConfigError, match=f"CheckConfig.{field} must be"):
+        CheckConfig(**{field: bad})
+
+
+def test_seeds_passed_to_check_are_bounded():
+    with pytest.raises(ConfigError, match="seeds must be an integer from 1 to 1000"):
+        check(GOOD_CODE, sandbox=None, seeds=MAX_SEEDS + 1)
+
+
+def test_a_slow_init_is_charged_to_the_load_stage(sb):
+    """__init__ sleeps 0.4 s, under the 2 s cap: it passes, and the six instances the check
+    builds are all on the load stage's row, not on the stages that asked for them."""
+    code = _variant("    def __init__(self, max_turns=10, **kwargs):\n",
+                    "    def __init__(self, max_turns=10, **kwargs):\n"
+                    "        lock = dataclasses._thread.allocate_lock()\n"
+                    "        lock.acquire()\n"
+                    "        lock.acquire(timeout=0.4)\n").replace("import random\n", "import dataclasses\nimport random\n")
+    report = check(code, sandbox=sb, module=True)
+    assert report.ok, report.results
+    rows = {r.stage: r for r in report.results}
+    assert rows["load"].seconds >= 6 * 0.4  # one build of its own and one per later stage's instance
+    later = [rows[s] for s in ("contract", "determinism", "solvable", "not_trivial")]
+    assert all(r.seconds < rows["load"].seconds / 2 for r in later), report.results
+
+
+def test_progress_reports_numbers_for_every_stage(sb):
+    events: list[CheckProgress] = []
+    report = check(GOOD_CODE, sandbox=sb, module=True, progress=events.append)
+    assert report.ok
+    starts = [e.stage for e in events if e.event == "start"]
+    ends = [(e.stage, e.passed) for e in events if e.event == "end"]
+    assert starts == RUNTIME_STAGES and ends == [(s, True) for s in RUNTIME_STAGES]
+    last = {e.stage: e for e in events if e.event == "end"}
+    assert (last["solvable"].done, last["solvable"].total, last["solvable"].unit) == (64, 64, "seeds")
+    assert (last["not_trivial"].done, last["not_trivial"].total) == (30, 30)
+    assert last["contract"].done == last["contract"].total == 25
+    assert all(0 <= e.done <= max(e.total, e.done) and e.budget == 60.0 for e in events)
+    assert [e.elapsed for e in events] == sorted(e.elapsed for e in events)
+
+
+def test_a_failing_stage_ends_with_passed_false(sb):
+    events: list[CheckProgress] = []
+    check((FIXTURES / "bad" / "nan_reward.py").read_text(), sandbox=sb, module=True, progress=events.append)
+    assert [(e.stage, e.passed) for e in events if e.event == "end"][-1] == ("contract", False)
+
+
+# -- solvable on play-style seeds, and the replay the loop calls ------------------------------
+
+CIPHER_SLIP = (FIXTURES / "bad" / "cipher_alphabet_slip.py").read_text()
+
+
+def test_the_cipher_slip_wins_the_seeds_the_checker_used_to_try(sb):
+    """The mutation loses 6, 10 and 18 of seeds 0..19 and none of 0..4 (the former default); the
+    default check (64 play-style seeds) rejects it, as test_bad_fixture_fails_at_its_stage shows."""
+    env_opener = opener(sb, CIPHER_SLIP, class_name="CipherMachineEnv")
+    assert "wins on all 5 seeds" in solvable_stage(env_opener, CFG, range(5))
+    assert [loss.seed for loss in solution_losses(env_opener, range(20), CFG)] == [6, 10, 18]
+
+
+def test_solvable_seeds_are_drawn_as_play_draws_them():
+    seeds = solvable_seeds(0, env_id_of(GOOD_CODE), 64)
+    assert len(set(seeds)) == 64 and all(0 <= s < 2**31 - 1 for s in seeds)
+    assert max(seeds) > 2**20  # not 0..N-1
+    assert seeds == solvable_seeds(0, env_id_of(GOOD_CODE), 64)
+    assert seeds != solvable_seeds(1, env_id_of(GOOD_CODE), 64)
+
+
+def test_solution_losses_names_each_lost_seed_and_why(sb):
+    assert solution_losses(opener(sb, GOOD_CODE), [5, 6, 7], CFG) == []
+    losses = solution_losses(opener(sb, CIPHER_SLIP, class_name="CipherMachineEnv"), [5, 6, 7], CFG)
+    assert losses == [SolutionLoss(6, losses[0].reason)]
+    assert losses[0].reason.startswith("seed 6: replaying solution()") and "left the episode running" in losses[0].reason
+
+
+def test_solution_losses_survives_a_hanging_solution(sb):
+    """solution() hangs on odd targets: those seeds are lost (the instance dies with each) and
+    the even ones are still replayed, each time in a fresh instance."""
+    code = _variant('        return f"\\\\boxed{{{self.target}}}"',
+                    '        while self.target % 2:\n            pass\n        return f"\\\\boxed{{{self.target}}}"')
+    seeds = list(range(6))
+    losses = solution_losses(opener(sb, code), seeds, CFG)
+    odd = [s for s in seeds if _target(s) % 2]
+    assert 0 < len(odd) < len(seeds)
+    assert [loss.seed for loss in losses] == odd
+    assert all("timed out" in loss.reason for loss in losses)
+
+
+def _target(seed: int) -> int:
+    import random as _random
+
+    rng = _random.Random(seed)
+    a, b, c, m = rng.randint(12, 99), rng.randint(12, 99), rng.randint(100, 999), rng.randint(500, 997)
+    return (a * b + c) % m
+
+
+def test_solution_losses_when_no_instance_can_be_built(sb):
+    init_raises = (FIXTURES / "bad" / "init_raises.py").read_text()
+    losses = solution_losses(opener(sb, init_raises), [1, 2], CFG)
+    assert [loss.seed for loss in losses] == [1, 2]
+    assert all("no instance could be built" in loss.reason for loss in losses)
+
+
+def test_solution_losses_stops_when_its_budget_runs_out(sb):
+    budget = Budget(0.0)
+    with pytest.raises(CheckBudgetExceeded):
+        solution_losses(lambda: _budgeted(sb, GOOD_CODE, budget), [1, 2], CFG, budget)
+
+
+def _budgeted(sb, code, budget):
+    from contextlib import contextmanager
+
+    @contextmanager
+    def cm():
+        with sb.load(code, max_turns=CFG.max_turns) as env:
+            yield BudgetedHandle(env, budget)
+
+    return cm()
+
+
+def test_cli_bounds_and_budget(tmp_path):
+    good = str(FIXTURES / "good" / "arithmetic_chain.py")
+    out = _cli("--max-turns", "100000", good)
+    assert out.returncode == 2 and "--max-turns must be an integer from 1 to 1000" in out.stderr
+    assert "Traceback" not in out.stderr and "OverflowError" not in out.stderr + out.stdout
+    out = _cli("--seeds", "5000", good)
+    assert out.returncode == 2 and "--seeds must be an integer from 1 to 1000" in out.stderr
+    out = _cli("--budget", "0", good)
+    assert out.returncode == 2 and "--budget must be a finite number of seconds above 0" in out.stderr
+    out = _cli("--budget", "2", str(FIXTURES / "bad" / "sleeping_step.py"))
+    assert out.returncode == 1 and "✗ contract" in out.stdout and "2 s budget ran out" in out.stdout
+
+
+def test_cli_rejects_the_cipher_slip_by_default_and_is_quiet_off_a_terminal():
+    out = _cli(str(FIXTURES / "bad" / "cipher_alphabet_slip.py"))
+    assert out.returncode == 1 and "✗ solvable" in out.stdout and "not solvable: seed" in out.stdout
+    assert out.stderr == ""  # no progress bar when stderr is not a terminal
+
+
+def test_cli_reads_a_file_with_a_byte_order_mark(tmp_path):
+    path = tmp_path / "bom.py"
+    path.write_bytes(b"\xef\xbb\xbf" + GOOD_CODE.encode())
+    out = _cli("--seeds", "2", str(path))
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_check_display_draws_only_on_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    from spadework.progress import CheckDisplay
+
+    events = [CheckProgress("contract", "start", 0, 0, "", 0.1, 60.0),
+              CheckProgress("contract", "advance", 0, 25, "steps", 0.2, 60.0),
+              CheckProgress("contract", "advance", 7, 25, "steps", 0.3, 60.0),
+              CheckProgress("contract", "end", 25, 25, "steps", 0.4, 60.0, True)]
+    piped = io.StringIO()
+    with CheckDisplay(Console(file=piped, force_terminal=False)) as display:
+        for e in events:
+            display(e)
+    assert piped.getvalue() == ""
+    tty = io.StringIO()
+    with CheckDisplay(Console(file=tty, force_terminal=True, width=100)) as display:
+        for e in events[:3]:
+            display(e)
+        display._bars.refresh()
+        drawn = tty.getvalue()
+    assert "contract" in drawn and "7/25" in drawn and "steps" in drawn and "60 s budget" in drawn

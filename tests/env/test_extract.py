@@ -312,3 +312,99 @@ def test_repair_only_inserts_braces(parts: list[str]) -> None:
     strip = str.maketrans("", "", "{}")
     assert fixed.translate(strip) == code.translate(strip)
     ast.parse(fixed)
+
+
+# ---------------------------------------------------------------- what real replies contain
+
+
+def test_a_byte_order_mark_before_the_reply() -> None:
+    assert extract_env_module("\ufeff" + fence(GAME)) == ExtractedModule(GAME, "GuessEnv", ())
+    assert extract_env_module("\ufeff" + GAME) == ExtractedModule(GAME, "GuessEnv", ())
+
+
+def test_a_byte_order_mark_inside_the_code_is_removed_and_recorded() -> None:
+    m = extract_env_module(fence("\ufeff" + GAME))
+    assert m.code == GAME and m.repairs == ("removed 1 byte-order mark or zero-width character(s)",)
+
+
+@pytest.mark.parametrize("opening, closing", [("~~~python", "~~~"), ("~~~", "~~~"), ("~~~~py", "~~~~~")])
+def test_tilde_fences(opening: str, closing: str) -> None:
+    reply = f"The game:\n{opening}\n{GAME}{closing}\nThat is all."
+    assert extract_env_module(reply) == ExtractedModule(GAME, "GuessEnv", ())
+
+
+def test_a_backtick_line_inside_a_tilde_block_is_code() -> None:
+    code = GAME.replace('        return "higher", 0.0', '        board = """\n```\n"""\n        return board, 0.0')
+    assert extract_env_module(f"~~~python\n{code}~~~\n").code == code
+
+
+@pytest.mark.parametrize("tail", [" That is the whole module.", "Hope this helps!", "  (end of env.py)"])
+def test_text_after_the_closing_fence_on_its_line(tail: str) -> None:
+    reply = f"Here:\n```python\n{GAME}```{tail}\nMore prose.\n"
+    assert extract_env_module(reply) == ExtractedModule(GAME, "GuessEnv", ())
+
+
+def test_text_after_the_closing_fence_then_another_block() -> None:
+    v2 = GAME.replace("GuessEnv", "GuessEnvV2")
+    reply = f"```python\n{GAME}``` and an improved one:\n```python\n{v2}```\n"
+    assert extract_env_module(reply).class_name == "GuessEnvV2"
+
+
+@pytest.mark.parametrize("stray", ["```\n", "```\n\n", "```python\n", "~~~\n"])
+def test_a_stray_fence_line_before_the_block(stray: str) -> None:
+    reply = f"Here is the game:\n{stray}```python\n{GAME}```\n"
+    assert extract_env_module(reply) == ExtractedModule(GAME, "GuessEnv", ())
+
+
+def test_an_empty_block_before_the_module_is_still_an_empty_block() -> None:
+    reply = f"```\n```\nNow the code:\n```python\n{GAME}```\n"
+    assert extract_env_module(reply) == ExtractedModule(GAME, "GuessEnv", ())
+
+
+@pytest.mark.parametrize("info", ["python{cmd=true}", "python {.numberLines}", "{python}", "python:env.py",
+                                  "python3{title='env'}", "py]", "{.python .env}"])
+def test_junk_after_the_language_of_the_opening_fence(info: str) -> None:
+    assert extract_env_module(f"```{info}\n{GAME}```\n") == ExtractedModule(GAME, "GuessEnv", ())
+
+
+def test_a_python_block_nested_in_a_markdown_block() -> None:
+    reply = f"````markdown\nHere is env.py:\n```python\n{GAME}```\n````\n"
+    assert extract_env_module(reply) == ExtractedModule(GAME, "GuessEnv", ())
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u202f", "\u3000"])
+def test_non_breaking_spaces_in_code(space: str) -> None:
+    nbsp = GAME.replace("        self.turn += 1", space * 8 + "self.turn += 1").replace("return \"higher\"", f"return{space}\"higher\"")
+    m = extract_env_module(fence(nbsp))
+    assert m.code == GAME.replace("        self.turn += 1", "        self.turn += 1")
+    assert m.repairs == ("replaced 9 non-breaking or wide space(s) with plain spaces",)
+    assert extract_env_module(nbsp).code == GAME  # unfenced too
+
+
+def test_a_non_breaking_space_inside_a_string_of_valid_code_stays() -> None:
+    code = GAME.replace("Guess a number", "Guess\u00a0a number")
+    assert extract_env_module(fence(code)) == ExtractedModule(code, "GuessEnv", ())
+
+
+@pytest.mark.parametrize("prose", [
+    "Here is the environment you asked for.\n\n",
+    "Sure! The game below draws a target from reset(seed).\nIt gives higher/lower hints:\n",
+    "# Guess the number\n\nA classic game, grounded in the document.\n\n",
+])
+def test_prose_followed_by_unfenced_code(prose: str) -> None:
+    assert extract_env_module(prose + GAME) == ExtractedModule(GAME, "GuessEnv", ())
+
+
+@pytest.mark.parametrize("before", ["", "Here is the game:\n\n"])
+def test_prose_after_unfenced_code(before: str) -> None:
+    reply = before + GAME + "\nThe agent must find the number.\nGood luck!\n"
+    assert extract_env_module(reply) == ExtractedModule(GAME, "GuessEnv", ())
+
+
+@pytest.mark.parametrize("reply", [
+    "Sure! " + GAME,  # the module's first line is glued to the prose: it cannot be cut cleanly
+    "Here it is:\n\n" + GAME.replace("    def solution(self):\n", "The solution:\n    def solution(self):\n"),
+])
+def test_prose_that_cannot_be_cut_cleanly_is_refused(reply: str) -> None:
+    with pytest.raises(ExtractError, match="no ```python code block"):
+        extract_env_module(reply)

@@ -294,7 +294,7 @@ def test_passes_the_checkers_runtime_stages_in_process(env_class):
 
     checker.contract_stage(opener, cfg)
     checker.determinism_stage(opener, cfg)
-    checker.solvable_stage(opener, cfg, 5)
+    checker.solvable_stage(opener, cfg, checker.solvable_seeds(cfg.seed, env_class.__name__, 16))
     assert "random 0/" in checker.not_trivial_stage(opener, cfg)
 
 

@@ -146,6 +146,18 @@ def test_episode_budget_counts_only_time_inside_the_environment(make_env):
             assert env.alive
 
 
+def test_a_callers_deadline_cuts_a_call_the_limits_would_allow(sb, make_env):
+    """sb allows 3 s per call; a caller's deadline already passed stops a 30 s sleep at once,
+    and the timeout names the caller's deadline, not the per-call limit."""
+    with sb.load(make_env("import time\ntime.sleep(30)")) as env:
+        env.reset(deadline=time.monotonic() + 60)  # later than the limit: the limit applies
+        with pytest.raises(EnvTimeout, match="caller's deadline"):
+            env.step("a", deadline=time.monotonic())
+        assert not env.alive
+    with pytest.raises(EnvTimeout, match="caller's deadline"):
+        sb.load("import time\ntime.sleep(30)\n" + GUESS, deadline=time.monotonic() + 0.2)
+
+
 def test_load_timeout(quick_sb):
     with pytest.raises(EnvTimeout):
         quick_sb.load("import time\ntime.sleep(30)\n" + GUESS)

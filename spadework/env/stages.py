@@ -1,0 +1,178 @@
+"""The runtime stages that play the candidate: contract, determinism and not_trivial (the
+solvable stage is :mod:`spadework.env.solvable`, load and novelty are in
+:mod:`spadework.env.checker`, which runs them all in order).
+
+Each stage opens the instances it needs through an :data:`~spadework.env.probe.Opener`, returns
+a one-line summary and raises ContractError with the first violation. Each reports its units of
+work (steps, traces, episodes) to the check's :class:`~spadework.env.budget.Budget`, whose
+deadline also bounds its calls when the checker's opener binds it; called on their own (tests),
+they run without a budget.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from spadework.env.budget import Budget
+from spadework.env.checkconfig import CheckConfig
+from spadework.env.probe import (
+    REPEATED,
+    EnvHandle,
+    Opener,
+    answer_of,
+    call_env,
+    do_reset,
+    do_step,
+    find_leak,
+    play,
+    probe_actions,
+    random_action,
+    short,
+    tool_names,
+)
+from spadework.errors import ContractError, EnvRaised
+
+
+def contract_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None = None) -> str:
+    """hint(), when defined, gives a str; probe replies give well-formed results; an episode of
+    empty replies ends within ``max_turns`` steps. Returns a summary; raises ContractError with
+    the first violation. Its units of work are steps (probes, then at most ``max_turns``)."""
+    budget = budget or Budget.unlimited()
+    with open_env() as env:
+        do_reset(env, cfg.seed, cfg.max_obs_chars)
+        hint = call_env("hint()", env.hint)  # None when the class defines no hint()
+        if hint is not None and not isinstance(hint, str):
+            raise ContractError(f"hint() returned {short(hint)} ({type(hint).__name__}); return a str")
+        probes = probe_actions(tool_names(env))
+        budget.plan(len(probes) + cfg.max_turns, "steps")
+        for action in probes:
+            if do_step(env, action, cfg.max_obs_chars).done:
+                do_reset(env, cfg.seed, cfg.max_obs_chars)
+            budget.advance()
+        do_reset(env, cfg.seed + 1, cfg.max_obs_chars)
+        for turn in range(1, cfg.max_turns + 1):
+            done = do_step(env, "", cfg.max_obs_chars).done
+            budget.advance()
+            if done:
+                budget.advance(cfg.max_turns - turn)
+                break
+        else:
+            raise ContractError(
+                f"the episode was still running after max_turns={cfg.max_turns} empty replies; "
+                "set truncated=True once max_turns replies have been used"
+            )
+    return f"{len(probes)} probe replies well-formed; an idle episode ended at step {turn} of {cfg.max_turns}"
+
+
+def _trace(env: EnvHandle, seed: int, actions: list[str], cfg: CheckConfig) -> list[tuple[str, object]]:
+    trace: list[tuple[str, object]] = [(f"reset(seed={seed})", do_reset(env, seed, cfg.max_obs_chars))]
+    trace.append(("tools()", call_env("tools()", env.tools)))
+    try:
+        trace.append(("solution()", call_env("solution()", env.solution)))
+    except ContractError as e:  # solvable reports a raising solution(); here sameness counts
+        if not isinstance(e.__cause__, EnvRaised):
+            raise
+        trace.append(("solution()", f"<{e.reason}>"))
+    for action in actions:
+        step = do_step(env, action, cfg.max_obs_chars)
+        trace.append((f"step({short(action, 30)})", (step.obs, step.reward, step.terminated, step.truncated, step.info)))
+        if step.done:
+            break
+    return trace
+
+
+def _first_difference(a: list, b: list) -> tuple[str, object, object] | None:
+    for (what, x), (_, y) in zip(a, b):
+        if x != y:
+            return what, x, y
+    if len(a) != len(b):
+        return "the number of steps until the episode ended", len(a), len(b)
+    return None
+
+
+def determinism_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None = None) -> str:
+    """Trace reset(seed), tools(), solution() and a fixed reply sequence on one instance, twice
+    per seed, then on a second instance that visits the seeds in reverse order; all traces of a
+    seed must agree. Two instances with different histories catch both global randomness and
+    state carried across episodes, at the cost of two loads rather than two per seed. Its units
+    of work are traces (three per seed)."""
+    budget = budget or Budget.unlimited()
+    seeds = [cfg.seed + 100 + i for i in range(cfg.determinism_seeds)]
+    budget.plan(3 * len(seeds), "traces")
+    traces: dict[int, list] = {}
+    with open_env() as env:
+        do_reset(env, seeds[0], cfg.max_obs_chars)  # tools may depend on the reset state
+        actions = probe_actions(tool_names(env))[: cfg.max_turns]
+        for seed in seeds:
+            traces[seed] = _trace(env, seed, actions, cfg)
+            budget.advance()
+            _compare(traces[seed], _trace(env, seed, actions, cfg), seed, "the same instance reset again")
+            budget.advance()
+    with open_env() as env:
+        for seed in reversed(seeds):
+            _compare(traces[seed], _trace(env, seed, actions, cfg), seed, "a second instance")
+            budget.advance()
+    return f"seeds {seeds[0]}..{seeds[-1]} reproduce observations, tools, solution() and step results"
+
+
+def _compare(first: list, other: list, seed: int, label: str) -> None:
+    diff = _first_difference(first, other)
+    if diff:
+        what, x, y = diff
+        raise ContractError(
+            f"not deterministic: {what} differs on {label} with seed {seed}: "
+            f"{short(x)} vs {short(y)}; draw every random choice from "
+            "random.Random(seed) created in reset(), never from the global random"
+        )
+
+
+_LEAK_SEEDS = 3
+
+
+def _strategies(cfg: CheckConfig, tools: list[str]) -> dict[str, list[tuple[int, Callable[[int], str]]]]:
+    base, n_fixed = cfg.seed + 1000, max(1, cfg.trivial_episodes // 4)
+
+    def rand(seed: int) -> Callable[[int], str]:
+        rng = random.Random(f"{cfg.seed}:{seed}")
+        return lambda _turn: random_action(rng, tools)
+
+    return {
+        "random": [(base + e, rand(base + e)) for e in range(cfg.trivial_episodes)],
+        "empty": [(base + e, lambda _turn: "") for e in range(n_fixed)],
+        "repeated": [
+            (base + e, lambda _turn, a=REPEATED[e % len(REPEATED)]: a) for e in range(n_fixed)
+        ],
+    }
+
+
+def not_trivial_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None = None) -> str:
+    """The answer is not printed in the first observation, and no trivial strategy (random,
+    empty, the same reply repeated) wins more than ``trivial_rate`` of its episodes. Its units of
+    work are those episodes."""
+    budget = budget or Budget.unlimited()
+    base = cfg.seed + 1000
+    with open_env() as env:
+        firsts = {}
+        for seed in range(base, base + _LEAK_SEEDS):
+            obs = do_reset(env, seed, cfg.max_obs_chars)
+            firsts[seed] = (obs, answer_of(call_env("solution()", env.solution)))
+        leak = find_leak(firsts)
+        if leak:
+            raise ContractError(f"answer leaked: {leak}; state the task, never its answer")
+        rates = []
+        strategies = _strategies(cfg, tool_names(env))
+        budget.plan(sum(len(episodes) for episodes in strategies.values()), "episodes")
+        for name, episodes in strategies.items():
+            wins = 0
+            for seed, policy in episodes:
+                wins += play(env, seed, policy, cfg.max_turns, cfg.max_obs_chars)
+                budget.advance()
+            rate = wins / len(episodes)
+            if rate > cfg.trivial_rate:
+                raise ContractError(
+                    f"trivial: {name} replies won {wins} of {len(episodes)} episodes "
+                    f"({rate:.0%} > {cfg.trivial_rate:.0%}); a win must need the right answer"
+                )
+            rates.append(f"{name} {wins}/{len(episodes)}")
+    return "wins by " + ", ".join(rates) + "; answer not in the first observation"
