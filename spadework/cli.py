@@ -391,12 +391,12 @@ app.add_typer(eval_app, name="eval")
 def eval_cmd(
     ctx: typer.Context,
     suite: str = typer.Option(None, "--suite", help="rg-hard, rg-hard-disjoint, rg-default, math, "
-                              "library-heldout, bfcl-ast, humaneval, aime|gpqa|livecodebench (--data)."),
+                              "library-heldout, bfcl-ast, humaneval, aime|gpqa (--data)."),
     model: str = typer.Option(None, "--model", help="Registry name, local folder or hub id."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="RUN_DIR (its latest) or RUN_DIR/ITER."),
     preset: str = typer.Option("cpu", "--preset", help="paper, paper-inloop, cpu or smoke."),
     out: Path = typer.Option(Path("eval"), "--out", help="Results go to OUT/<suite>/."),
-    data: Path = typer.Option(None, "--data", help="Local file of an aime, gpqa or livecodebench suite."),
+    data: Path = typer.Option(None, "--data", help="Local file of an aime or gpqa suite."),
     seed: int = typer.Option(0, "--seed", help="Sampling seeds derive from it."),
     max_items: int = typer.Option(None, "--max-items", min=1, help="Fewer items (per task for rg)."),
     policy: str = typer.Option(None, "--policy", hidden=True,
@@ -413,15 +413,17 @@ def eval_cmd(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from spadework.evaluate.run import run_eval
+    from spadework.evaluate.run import check_request, run_eval
 
     backend: object = "hf"
+    with _reported(SpadeworkError):
+        check_request(suite, preset, data, model=model, checkpoint=checkpoint)
     if policy:
         mod, _, fn = policy.partition(":")
         backend = getattr(importlib.import_module(mod), fn)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with _reported(SpadeworkError), Progress(*columns, console=Console(stderr=True)) as bar:
-        task = bar.add_task(suite, total=None)
+        task = bar.add_task(f"{suite}: loading the model", total=None)
         summary = run_eval(suite, model=model, checkpoint=checkpoint, preset=preset, out=out,
                            seed=seed, data=data, backend=backend, max_items=max_items,
                            progress=lambda done, total, what: bar.update(

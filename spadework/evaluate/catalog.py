@@ -1,8 +1,8 @@
 """Every suite by name, the ones we cannot run offline with why, and ``--data`` loaders.
 
 Default suites: ``rg-hard`` (with its ``disjoint`` report), ``rg-hard-disjoint``, ``rg-default``,
-``math``, ``library-heldout``. Opt-in: ``bfcl-ast``, ``humaneval`` and ``--data PATH`` suites
-(``aime``, ``gpqa``, ``livecodebench``) for local files.
+``math``, ``library-heldout``. Opt-in: ``bfcl-ast``, ``humaneval`` and the ``--data PATH`` suites
+``aime`` and ``gpqa`` for local files.
 """
 
 from __future__ import annotations
@@ -20,17 +20,21 @@ UNSUPPORTED = MappingProxyType({
             "offline stand-in reproduces its numbers",
     "acebench": "ACEBench's agent tasks need a hosted GPT user simulator: not offline",
     "gpqa-diamond": "not in any package (gated on the hub): use --suite gpqa --data PATH",
-    "livecodebench-v6": "not in any package: use --suite livecodebench --data PATH",
+    "livecodebench-v6": "not in any package, and its private tests ship pickled (unpickling a "
+                        "downloaded file runs its code): no safe local loader yet",
     "aime-2025-ii": "not in any package (MMATH has AIME 2025 part I only): use --suite aime "
                     "--data PATH",
 })
 
 #: Suites that read a local file given with ``--data``.
-DATA_SUITES = ("aime", "gpqa", "livecodebench")
+DATA_SUITES = ("aime", "gpqa")
 
 
 def _factories() -> dict[str, Callable[[Path | None], Any]]:
+    from spadework.evaluate.bfcl import BfclSuite
     from spadework.evaluate.heldout import LibrarySuite
+    from spadework.evaluate.humaneval import HumanEvalSuite
+    from spadework.evaluate.local import local_suite
     from spadework.evaluate.mathsuite import MathSuite
     from spadework.evaluate.rg import rg_suites
 
@@ -38,25 +42,10 @@ def _factories() -> dict[str, Callable[[Path | None], Any]]:
         name: (lambda _p, s=suite: s) for name, suite in rg_suites().items()}
     table["math"] = lambda _p: MathSuite()
     table["library-heldout"] = lambda _p: LibrarySuite()
-    try:
-        from spadework.evaluate.bfcl import BfclSuite
-
-        table["bfcl-ast"] = lambda _p: BfclSuite()
-    except ImportError:  # pragma: no cover - the module ships with the package
-        pass
-    try:
-        from spadework.evaluate.humaneval import HumanEvalSuite
-
-        table["humaneval"] = lambda _p: HumanEvalSuite()
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from spadework.evaluate.local import local_suite
-
-        for name in DATA_SUITES:
-            table[name] = lambda p, n=name: local_suite(n, p)
-    except ImportError:  # pragma: no cover
-        pass
+    table["bfcl-ast"] = lambda _p: BfclSuite()
+    table["humaneval"] = lambda _p: HumanEvalSuite()
+    for name in DATA_SUITES:
+        table[name] = lambda p, n=name: local_suite(n, p)
     return table
 
 

@@ -5,7 +5,9 @@ never puts in its pool, so that playing them measures transfer to unseen games r
 memory. One per skill family at most, none of them a family reasoning-gym also has (so the
 ``rg-hard`` overlap report is not needed for them): ``mastermind`` (logical deduction),
 ``knapsack`` (optimization), ``light_switches`` (causal inference), ``tool_ledger`` (data
-retrieval). The other 14 starter environments still cover every skill.
+retrieval). The other 14 still cover every game skill (each has two starter games); the tool-use
+starters have one environment per skill, so "data retrieval" keeps no starter example in a
+run's pool (the designer still writes environments for it).
 
 The suite plays each held-out environment on seeds in ``[2**31, 2**32 - 1)``. Training's episode
 seeds are ``episode_seed(...) < 2**31 - 1`` (:func:`spadework.seeding.episode_seed`), so the two
@@ -76,10 +78,17 @@ class LibrarySuite:
                          temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
                          batch_size=max(1, s.batch_items))
         total = len(jobs)
-        sandbox = ctx.sandbox_factory() if ctx.sandbox_factory else Sandbox(Limits())
-        with sandbox as sb:
-            episodes = play(ctx.policy, sb, jobs, cfg, seed=derive_seed(ctx.seed, self.name),
-                            progress=lambda done, n: ctx.progress(done, total, "playing"))
+        seed = derive_seed(ctx.seed, self.name)
+
+        def go(sb: Sandbox) -> list:
+            return play(ctx.policy, sb, jobs, cfg, seed=seed,
+                        progress=lambda done, n: ctx.progress(done, total, "playing"))
+
+        if ctx.sandbox is not None:
+            episodes = go(ctx.sandbox)
+        else:
+            with Sandbox(Limits()) as sb:
+                episodes = go(sb)
         return [self._row(job, ep) for job, ep in zip(jobs, episodes)]
 
     def _row(self, job, ep) -> Sample:

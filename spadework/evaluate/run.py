@@ -51,13 +51,13 @@ def package_versions() -> dict[str, str | None]:
 def evaluate(policy: Any, suite: str | Any, out_dir: str | Path, *, preset: str = "cpu",
              settings: SuiteSettings | None = None, seed: int = 0,
              progress: Progress | None = None, model_info: dict[str, Any] | None = None,
-             judge: Judge | None = None, sandbox_factory: Callable[[], Any] | None = None,
-             ) -> dict[str, Any]:
+             judge: Judge | None = None, sandbox: Any = None) -> dict[str, Any]:
     """Play ``suite`` (a name or a suite object) with ``policy``; write the three files under
     ``out_dir/<suite>/`` and return the summary (``summary.json``'s content).
 
     ``settings`` overrides the preset's row for this suite. A ``judge`` may be shared between
-    suites (one worker start); otherwise one is started and closed here.
+    suites (one worker start); otherwise one is started and closed here. ``sandbox``: a started
+    Sandbox for multi-turn suites to reuse (left open).
     """
     suite_obj = make_suite(suite) if isinstance(suite, str) else suite
     s = settings or preset_settings(preset, suite_obj.kind)
@@ -66,7 +66,7 @@ def evaluate(policy: Any, suite: str | Any, out_dir: str | Path, *, preset: str 
     judge = judge or Judge()
     start, started = time.monotonic(), datetime.now(UTC).isoformat(timespec="seconds")
     try:
-        ctx = RunContext(policy, s, judge, seed, progress or _no_progress, sandbox_factory)
+        ctx = RunContext(policy, s, judge, seed, progress or _no_progress, sandbox)
         samples = suite_obj.run(ctx)
         layers = judge.layers
     finally:
@@ -208,6 +208,17 @@ def _quiet_transformers() -> None:
     hf_logging.disable_progress_bar()
 
 
+def check_request(suite: str, preset: str, data: str | Path | None = None, *,
+                  model: str | None = None, checkpoint: str | Path | None = None) -> None:
+    """Fail fast, before any model loads: the suite, its data, the preset and the checkpoint."""
+    suite_obj = make_suite(suite, Path(data) if data else None)
+    preset_settings(preset, suite_obj.kind)
+    for name in suite_obj.data:
+        data_hashes(name)  # raises with the pull command when the data is missing
+    if checkpoint is not None:
+        resolve_checkpoint(checkpoint)
+
+
 def run_eval(suite: str, *, model: str | None = None, checkpoint: str | None = None,
              preset: str = "cpu", out: str | Path = "eval", seed: int = 0,
              data: str | Path | None = None, backend: str | Backend = "hf",
@@ -217,8 +228,6 @@ def run_eval(suite: str, *, model: str | None = None, checkpoint: str | None = N
     s = preset_settings(preset, suite_obj.kind)
     if max_items is not None:
         s = replace(s, items=max_items)
-    if model is not None and checkpoint is not None and not Path(checkpoint).exists():
-        raise EvalError(f"checkpoint {checkpoint} does not exist")
     policy, info = load_policy(model, checkpoint, backend)
     return evaluate(policy, suite_obj, out, preset=preset, settings=s, seed=seed,
                     progress=progress, model_info=info)

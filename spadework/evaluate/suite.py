@@ -39,6 +39,9 @@ def _no_progress(done: int, total: int, what: str) -> None:
 class RunContext:
     """What a suite needs to run: the policy, its settings, a judge, the seed and a progress hook.
 
+    ``sandbox``: a started :class:`spadework.sandbox.Sandbox` that multi-turn suites use and leave
+    open (the run loop's own); without one they start and close their own.
+
     ``progress(done, total, what)`` is called as items are generated and as samples are scored.
     """
 
@@ -47,7 +50,7 @@ class RunContext:
     judge: Judge
     seed: int = 0
     progress: Progress = field(default=_no_progress)
-    sandbox_factory: Callable[[], Any] | None = None
+    sandbox: Any = None  # a started Sandbox to reuse (multi-turn suites), else they start one
 
 
 class Suite(Protocol):

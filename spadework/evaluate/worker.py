@@ -6,9 +6,9 @@ finish (``number_sequence`` item 121 of the hard config), and several reasoning-
 ``eval`` on the model's answer (``string_insertion``, ``spiral_matrix``, ``binary_matrix``,
 ``n_queens``) or sympy's ``parse_expr`` (which evaluates Python), as math-verify may. A model's
 answer is untrusted text, so it is only ever scored here, after the worker has confined itself
-with the sandbox's own layers (:mod:`spadework.sandbox.harden`): rlimits, the unprivileged uid
-when started as root, no new privileges, Landlock (read-only everywhere, no writes) and the
-seccomp filter (no exec, no sockets, no new processes or threads). The host kills the worker at a
+with the sandbox's own layers (:mod:`spadework.sandbox.harden`): rlimits, no new privileges,
+Landlock (read-only everywhere, no writes; failing that, the unprivileged uid when started as
+root), capabilities emptied, and the seccomp filter (no exec, no sockets, no new processes or threads). The host kills the worker at a
 request's deadline and starts a fresh one for the next request.
 
 Protocol: one JSON object per line on stdin, one reply per line on the original stdout (library
@@ -37,20 +37,29 @@ CPU_SECONDS = 3600
 
 
 def _confine() -> list[list]:
-    """Apply the sandbox's layers to this process; returns ``[[layer, active, reason], ...]``."""
+    """Apply the sandbox's layers to this process; returns ``[[layer, active, reason], ...]``.
+
+    The uid drop comes only when Landlock does not hold: the worker imports parts of the
+    standard library lazily (generators do), and the interpreter may live where the
+    unprivileged uid cannot read (``/root/.pyenv``). With Landlock, writes are refused
+    everywhere anyway; without it, the unprivileged uid is what keeps files safe.
+    """
     from spadework.sandbox import harden
 
     libc = harden.libc_handle()
-    program, note = harden.build_seccomp()  # compiled before the uid drop and Landlock
+    program, note = harden.build_seccomp()  # compiled before anything is confined
     layers: dict[str, tuple[bool, str]] = {}
     layers["rlimits"] = harden.apply_rlimits({"cpu_seconds": CPU_SECONDS, "memory_bytes": MEMORY_BYTES,
                                               "file_bytes": 1 << 20, "open_files": 64})
-    root = os.geteuid() == 0
-    layers["uid_drop"] = harden.drop_uid(65534 if root else None, 65534 if root else None)
-    harden.drop_capabilities(libc)
-    harden.process_limits(os.getppid(), libc)
     layers["no_new_privs"] = harden.no_new_privs(libc)
     layers["landlock"] = harden.landlock(["/"], [], libc)
+    if layers["landlock"][0]:
+        layers["uid_drop"] = (False, "not needed: Landlock refuses every write")
+    else:
+        root = os.geteuid() == 0
+        layers["uid_drop"] = harden.drop_uid(65534 if root else None, 65534 if root else None)
+    harden.drop_capabilities(libc)
+    harden.process_limits(os.getppid(), libc)
     layers["seccomp"] = harden.seccomp(program, note, libc)
     return [[name, *layers[name]] for name in layers]
 
