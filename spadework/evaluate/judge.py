@@ -22,6 +22,8 @@ from typing import Any
 from spadework.errors import SandboxUnavailable, SpadeworkError
 from spadework.sandbox.limits import DEFAULT_REQUIRED
 
+#: The worker's PYTHONHASHSEED (recorded in every summary): items must not depend on the process.
+HASH_SEED = "0"
 #: Seconds the worker may take to import its libraries and confine itself.
 START_SECONDS = 120.0
 
@@ -72,10 +74,11 @@ class Judge:
                     f.close()
 
     def _start(self) -> subprocess.Popen:
-        keep = ("PATH", "HOME", "LANG", "PYTHONHASHSEED", "PYTHONPATH")
-        env = {k: v for k, v in os.environ.items() if k in keep}
-        env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONWARNINGS="ignore", PYTHONDONTWRITEBYTECODE="1")
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+        # A fixed hash seed: some generators (polynomial_multiplication) iterate over sets, so
+        # their items depend on it; a restarted worker must regenerate the very same item.
+        env.update(PYTHONHASHSEED=HASH_SEED, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                   MKL_NUM_THREADS="1", PYTHONWARNINGS="ignore", PYTHONDONTWRITEBYTECODE="1")
         proc = subprocess.Popen(
             [sys.executable, "-m", "spadework.evaluate.worker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._log, env=env, cwd=tempfile.gettempdir(),

@@ -13,6 +13,13 @@ in the judge worker (:mod:`spadework.evaluate.worker`): a generator that hangs i
 
 Departure: the reference drops errored episodes from the denominator; here every item counts, and
 a failure is a loss with its status counted in the summary.
+
+Known defects of the benchmark itself, kept because they are its protocol (found by the oracle
+and wrong-answer tests, reasoning-gym 0.1.25): ``game_of_life_halting`` scores any non-empty
+answer 1.0 (its scorer compares ``bool(answer) == bool(gold)`` and both golds, "True" and
+"False", are truthy); ``graph_color``, ``propositional_logic``, ``rubiks_cube`` and ``rush_hour``
+have no oracle answer; ``jugs`` item 432's own answer scores 0. Items of
+``polynomial_multiplication`` depend on ``PYTHONHASHSEED``; the worker fixes it to 0.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 
 from spadework.evaluate.catalog import make_suite
 from spadework.evaluate.data import data_hashes
-from spadework.evaluate.judge import EvalError, Judge
+from spadework.evaluate.judge import HASH_SEED, EvalError, Judge
 from spadework.evaluate.presets import SuiteSettings, preset_settings
 from spadework.evaluate.suite import Progress, RunContext, _no_progress
 from spadework.evaluate.summary import (
@@ -86,7 +86,7 @@ def evaluate(policy: Any, suite: str | Any, out_dir: str | Path, *, preset: str 
         "context_length": getattr(policy, "context_length", None),
         "packages": package_versions(),
         "data": {name: data_hashes(name) for name in suite_obj.data},
-        "judge_layers": layers,
+        "judge": {"layers": layers, "pythonhashseed": HASH_SEED, "restarts": judge.restarts},
         "metrics": summarize(samples, seed=seed, disjoint=disjoint),
     }
     write_samples(out / SAMPLES_FILE, samples)

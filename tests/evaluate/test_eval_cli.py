@@ -59,7 +59,7 @@ def test_smoke_run_writes_samples_summary_and_report(tmp_path):
     assert summary["packages"]["reasoning-gym"] == "0.1.25"
     assert summary["metrics"]["overall"]["score"] == 0.0
     assert summary["sampling"]["temperature"] == 0.6
-    assert {n for n, active, _ in summary["judge_layers"] if active} >= {"seccomp", "rlimits"}
+    assert {n for n, active, _ in summary["judge"]["layers"] if active} >= {"seccomp", "rlimits"}
     assert "| overall |" in (out / "summary.md").read_text()
     assert "Traceback" not in p.stderr and "Warning" not in p.stderr
 
