@@ -66,7 +66,7 @@ def parse_calls(reply: str) -> list[tuple[str, dict[str, Any]]]:
 
     >>> parse_calls("```python\\n[calc(base=10, height=5), math.hypot(x=4)]\\n```")
     [('calc', {'base': 10, 'height': 5}), ('math.hypot', {'x': 4})]
-    >>> parse_calls("__import__('os').system('x')")
+    >>> parse_calls("__import__('os').system(command='x')")
     Traceback (most recent call last):
     ...
     ValueError: a call's function must be a name

@@ -149,9 +149,14 @@ def apply_checkpoint(policy: Any, ckpt: Path) -> None:
         raise EvalError("a checkpoint needs a backend that holds the model in process "
                         "(the transformers backend, `hf`)")
     if (ckpt / "adapter").is_dir():
+        import warnings
+
         from peft import PeftModel
 
-        policy.model = PeftModel.from_pretrained(model, str(ckpt / "adapter")).merge_and_unload()
+        with warnings.catch_warnings():  # transformers' deprecation notes, not the user's concern
+            warnings.simplefilter("ignore")
+            merged = PeftModel.from_pretrained(model, str(ckpt / "adapter")).merge_and_unload()
+        policy.model = merged
         return
     import torch
     from safetensors.torch import load_file
