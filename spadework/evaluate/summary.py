@@ -48,6 +48,12 @@ def block(samples: Sequence[Sample], *, stratified: bool, seed: int = 0) -> dict
     return out
 
 
+def _task_row(samples: Sequence[Sample]) -> dict[str, Any]:
+    items = item_scores(samples)
+    return {"score": round(mean([v[2] for v in items.values()]), 6), "items": len(items),
+            "samples": len(samples)}
+
+
 def summarize(samples: Sequence[Sample], *, seed: int = 0,
               disjoint: Sequence[str] | None = None) -> dict[str, Any]:
     """The ``metrics`` part of ``summary.json`` for one suite's samples."""
@@ -59,9 +65,7 @@ def summarize(samples: Sequence[Sample], *, seed: int = 0,
     out: dict[str, Any] = {
         "overall": block(samples, stratified=False, seed=seed),
         "buckets": {b: block(v, stratified=True, seed=seed) for b, v in by_bucket.items()},
-        "tasks": {t: {"score": round(mean(list(item_scores(v)[k][2] for k in item_scores(v))), 6),
-                      "items": len(item_scores(v)), "samples": len(v)}
-                  for t, v in by_task.items()},
+        "tasks": {t: _task_row(v) for t, v in by_task.items()},
         "statuses": dict(Counter(s.status for s in samples)),
         "finish_reasons": dict(Counter(s.finish_reason or "-" for s in samples)),
         "mean_output_tokens": round(mean([s.output_tokens for s in samples if s.status == "ok"]), 1),

@@ -8,8 +8,9 @@ finish (``number_sequence`` item 121 of the hard config), and several reasoning-
 answer is untrusted text, so it is only ever scored here, after the worker has confined itself
 with the sandbox's own layers (:mod:`spadework.sandbox.harden`): rlimits, no new privileges,
 Landlock (read-only everywhere, no writes; failing that, the unprivileged uid when started as
-root), capabilities emptied, and the seccomp filter (no exec, no sockets, no new processes or threads). The host kills the worker at a
-request's deadline and starts a fresh one for the next request.
+root), capabilities emptied, and the seccomp filter (no exec, no sockets, no new processes or
+threads). The host kills the worker at a request's deadline and starts a fresh one for the next
+request.
 
 Protocol: one JSON object per line on stdin, one reply per line on the original stdout (library
 prints go to stderr, which the host sends to a log file). The first line the worker writes is
@@ -49,8 +50,8 @@ def _confine() -> list[list]:
     libc = harden.libc_handle()
     program, note = harden.build_seccomp()  # compiled before anything is confined
     layers: dict[str, tuple[bool, str]] = {}
-    layers["rlimits"] = harden.apply_rlimits({"cpu_seconds": CPU_SECONDS, "memory_bytes": MEMORY_BYTES,
-                                              "file_bytes": 1 << 20, "open_files": 64})
+    layers["rlimits"] = harden.apply_rlimits({"cpu_seconds": CPU_SECONDS, "file_bytes": 1 << 20,
+                                              "memory_bytes": MEMORY_BYTES, "open_files": 64})
     layers["no_new_privs"] = harden.no_new_privs(libc)
     layers["landlock"] = harden.landlock(["/"], [], libc)
     if layers["landlock"][0]:

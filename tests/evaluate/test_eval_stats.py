@@ -83,3 +83,25 @@ def test_pass_at_k_and_mean():
     assert pass_at_k(10, 3, 1) == pytest.approx(0.3)
     assert pass_at_k(5, 2, 2) == pytest.approx(1 - (3 * 2) / (5 * 4))
     assert mean([0.0, 1.0, 0.5]) == 0.5
+
+
+def test_summary_counts_every_failure_as_a_loss():
+    from spadework.evaluate.items import Sample
+    from spadework.evaluate.summary import summarize
+
+    def row(task, bucket, item, j, correct, status="ok"):
+        return Sample("s", task, bucket, f"{task}/{item}", j, j, "h", correct=correct,
+                      status=status)
+
+    rows = [row("a", "X", 1, 0, True), row("a", "X", 1, 1, False),     # item mean 0.5
+            row("a", "X", 2, 0, True), row("a", "X", 2, 1, True),      # 1.0
+            row("b", "Y", 3, 0, False, "too_long"), row("b", "Y", 3, 1, False, "too_long"),
+            row("b", "Y", 4, 0, False, "gen_timeout"), row("b", "Y", 4, 1, False, "gen_timeout")]
+    m = summarize(rows, disjoint=["a"])
+    assert m["overall"]["score"] == 0.375 and m["overall"]["items"] == 4
+    assert m["overall"]["samples"] == 8 and m["overall"]["correct"] == 3
+    assert m["overall"]["pass@2"] == 0.5
+    assert m["buckets"]["X"]["score"] == 0.75 and m["buckets"]["Y"]["ci95"] == [0.0, 0.0]
+    assert m["statuses"] == {"ok": 4, "too_long": 2, "gen_timeout": 2}
+    assert m["disjoint"]["score"] == 0.75 and m["tasks"]["b"] == {"score": 0.0, "items": 2,
+                                                                   "samples": 4}
