@@ -25,7 +25,10 @@ class SuiteSettings:
 
     ``items``: items per task for reasoning-gym (its episodes), items in all for the others
     (``None``: every item). ``tasks_per_bucket``: reasoning-gym tasks per bucket (``None``: all).
-    ``samples``: samples per item. ``batch_items``: items per ``Policy.chat`` call.
+    ``samples``: samples per item. ``batch_items``: items per ``Policy.chat`` call, at most.
+    ``batch_tokens``: at most this many padded tokens per call (rows times the longest prompt
+    plus ``max_tokens``; an item over it goes alone), or None for no bound: on a CPU a long
+    prompt padded into a full batch costs many times its own compute.
     ``item_seconds``: deadline of generating or scoring one item in the judge worker.
     ``max_turns``: replies per episode (multi-turn suites only).
     """
@@ -38,6 +41,7 @@ class SuiteSettings:
     items: int | None = None
     tasks_per_bucket: int | None = None
     batch_items: int = 16
+    batch_tokens: int | None = None
     item_seconds: float = 30.0
     max_turns: int = 8
 
@@ -52,6 +56,8 @@ class SuiteSettings:
             (self.tasks_per_bucket is None or self.tasks_per_bucket >= 1,
              f"tasks_per_bucket must be >= 1 or None, got {self.tasks_per_bucket}"),
             (self.batch_items >= 1, f"batch_items must be >= 1, got {self.batch_items}"),
+            (self.batch_tokens is None or self.batch_tokens >= 1,
+             f"batch_tokens must be >= 1 or None, got {self.batch_tokens}"),
             (self.item_seconds > 0, f"item_seconds must be > 0, got {self.item_seconds}"),
             (self.max_turns >= 1, f"max_turns must be >= 1, got {self.max_turns}"),
         ]
@@ -89,9 +95,9 @@ def preset_settings(preset: str, kind: str) -> SuiteSettings:
         table["math"] = replace(table["math"], samples=32, temperature=0.7, top_p=0.8)
     elif preset == "cpu":
         table = {
-            "rg": replace(table["rg"], items=2, max_tokens=192),
+            "rg": replace(table["rg"], items=2, max_tokens=192, batch_tokens=12288),
             "math": replace(table["math"], samples=1, items=120, max_tokens=256, temperature=0.6,
-                            top_p=0.8),
+                            top_p=0.8, batch_tokens=12288),
             "library": replace(table["library"], items=2, max_tokens=128, max_turns=4),
             "bfcl": replace(table["bfcl"], items=60, max_tokens=192),
             "code": replace(table["code"], items=40, max_tokens=256),

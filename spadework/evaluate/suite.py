@@ -7,8 +7,8 @@ context are recorded (not cut), items are batched into ``Policy.chat`` calls, se
 every row is scored, progress is reported. The multi-turn ``library-heldout`` suite plays
 through :func:`spadework.rollout.play` instead.
 
-Seeds: item chunk ``c`` of a suite (``batch_items`` playable items, ordered by prompt length
-when the policy can count tokens, else in item order; ties keep item order) samples with
+Seeds: item chunk ``c`` of a suite (see :func:`chunks`: playable items ordered by prompt length
+when the policy can count tokens, else in item order, ties keeping item order) samples with
 ``derive_seed(eval seed, suite, c)``; by the ``SamplingParams`` contract sample ``j`` of the
 chunk's conversation ``i`` draws from ``derive_seed(chunk seed, i, j)``, and that is the seed a
 row records. Two models that see the same items with the same preset and seed therefore sample
@@ -117,9 +117,8 @@ def play_single_turn(ctx: RunContext, items: Sequence[EvalItem],
     playable.sort(key=lambda p: p[2] or 0)
     total = len(items) * s.samples
     ctx.progress(len(rows), total, "sampling")
-    for c in range(0, len(playable), s.batch_items):
-        chunk = playable[c:c + s.batch_items]
-        chunk_seed = derive_seed(ctx.seed, chunk[0][0].suite, c // s.batch_items)
+    for c, chunk in enumerate(chunks(playable, s)):
+        chunk_seed = derive_seed(ctx.seed, chunk[0][0].suite, c)
         params = SamplingParams(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
                                 max_tokens=s.max_tokens, n=s.samples, seed=chunk_seed)
         start = time.monotonic()
@@ -145,6 +144,28 @@ def play_single_turn(ctx: RunContext, items: Sequence[EvalItem],
                     error=verdict.error)
         ctx.progress(len(rows), total, "sampling")
     return [rows[(item.item_id, j)] for item in items for j in range(s.samples)]
+
+
+def chunks(playable: list, s: SuiteSettings) -> list[list]:
+    """Consecutive runs of ``(item, conversation, prompt tokens)``: at most ``batch_items`` items
+    and, when ``batch_tokens`` is set, at most that many padded tokens
+    (``items * samples * (longest prompt + max_tokens)``); an item over the bound goes alone.
+
+    >>> st = SuiteSettings(batch_items=3, batch_tokens=100, max_tokens=10)
+    >>> [[n for _, _, n in c] for c in chunks([(0, 0, 5), (0, 0, 10), (0, 0, 20), (0, 0, 20),
+    ...                                        (0, 0, 30), (0, 0, 200)], st)]
+    [[5, 10, 20], [20, 30], [200]]
+    """
+    out: list[list] = []
+    for entry in playable:
+        if out and len(out[-1]) < s.batch_items:
+            longest = max([n or 0 for _, _, n in out[-1]] + [entry[2] or 0])
+            padded = (len(out[-1]) + 1) * s.samples * (longest + s.max_tokens)
+            if s.batch_tokens is None or padded <= s.batch_tokens:
+                out[-1].append(entry)
+                continue
+        out.append([entry])
+    return out
 
 
 def _with_status(item: EvalItem, status: str, error: str) -> EvalItem:
