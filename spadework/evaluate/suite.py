@@ -73,7 +73,8 @@ def _prompt_tokens(policy: Any, conv: Any) -> int | None:
 
 
 def _chat(policy: Any, convs: list, params: Any) -> tuple[list, list[str]]:
-    """One batched call; on PolicyError each conversation alone, so a bad one fails only itself.
+    """One batched call; on PolicyError each conversation alone, so a bad one fails only itself
+    (those retried rows then draw from ``(seed, 0, j)``, not the seed their row records).
     Returns (completions or None per conversation and sample, error text per conversation)."""
     try:
         return list(policy.chat(convs, params)), [""] * len(convs)
@@ -102,7 +103,10 @@ def play_single_turn(ctx: RunContext, items: Sequence[EvalItem],
     playable: list[tuple[EvalItem, Any, int | None]] = []
     for item in items:
         conv = Conversation(messages=item.messages, tools=item.tools)
-        n_tokens = _prompt_tokens(ctx.policy, conv) if item.status == "ok" else None
+        try:
+            n_tokens = _prompt_tokens(ctx.policy, conv) if item.status == "ok" else None
+        except PolicyError as e:  # the chat template cannot render this item
+            item, n_tokens = _with_status(item, "policy_error", e.reason), None
         if item.status == "ok" and context and n_tokens is not None and n_tokens >= context:
             item = _with_status(item, "too_long", f"prompt of {n_tokens} tokens does not fit the "
                                                   f"model's context of {context} tokens")

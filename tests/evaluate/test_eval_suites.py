@@ -12,7 +12,7 @@ from spadework.env.actions import format_boxed
 from spadework.evaluate.bfcl import BfclSuite, calls_ok, parse_calls
 from spadework.evaluate.data import require
 from spadework.evaluate.humaneval import HumanEvalSuite, check_program, extract_program
-from spadework.evaluate.items import EvalItem
+from spadework.evaluate.items import EvalItem, Scored
 from spadework.evaluate.judge import EvalError, Judge
 from spadework.evaluate.local import gpqa_answer, local_suite
 from spadework.evaluate.mathsuite import fixed_subset, load_mmath, score_math
@@ -141,3 +141,20 @@ def test_unplayable_items_are_counted_losses(judge):
     rows = play_single_turn(RunContext(wrong(), SuiteSettings(samples=3), judge), items,
                             lambda it, r: None)
     assert [r.status for r in rows] == ["gen_error"] * 3 and not any(r.correct for r in rows)
+
+
+def test_a_prompt_longer_than_the_context_is_recorded_not_cut(judge):
+    class Short(ScriptedPolicy):
+        context_length = 50
+
+        def prompt_ids(self, conv):
+            return list(range(len(str(conv.messages[-1]["content"]))))
+
+    items = [EvalItem("s", "t", "b", f"x/{n}", n, messages=({"role": "user", "content": "q" * n},))
+             for n in (10, 60)]
+    policy = Short(lambda text: "<answer>1</answer>")
+    rows = play_single_turn(RunContext(policy, SuiteSettings(), judge), items,
+                            lambda it, r: Scored("1", 1.0, True))
+    assert [r.status for r in rows] == ["ok", "too_long"]
+    assert rows[1].error.startswith("prompt of 60 tokens") and not rows[1].correct
+    assert policy.calls[0][0] == 1  # only the item that fits was sent
