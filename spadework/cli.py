@@ -434,8 +434,10 @@ def eval_cmd(
     width = max(len(name) for name, _ in rows)
     for name, b in rows:
         lo, hi = b["ci95"]
+        exact = (f" exact [{100 * b['exact95'][0]:.1f}, {100 * b['exact95'][1]:.1f}]"
+                 if "exact95" in b else "")
         typer.echo(f"{name:<{width}}  {100 * b['score']:5.1f}%  95% CI [{100 * lo:.1f}, "
-                   f"{100 * hi:.1f}]  ({b['items']} items, {b['samples']} samples)")
+                   f"{100 * hi:.1f}]{exact}  ({b['items']} items, {b['samples']} samples)")
     typer.echo(f"statuses: {m['statuses']}; {summary['wall_seconds']:.0f} s; {out / summary['suite']}")
 
 

@@ -2,7 +2,9 @@
 
 ``score`` is the mean over items of each item's mean correctness (pass@1 estimated from all its
 samples); errors of every kind are losses, and ``statuses`` counts them. The overall CI
-resamples items; a bucket's CI resamples items within each task (see :mod:`.stats`).
+resamples items; a bucket's CI resamples items within each task (see :mod:`.stats`). When every
+item scored 0 (or every one 1) the bootstrap interval has zero width, so ``exact95`` adds the
+exact Clopper-Pearson bound for that many items (0/120 items: at most 2.5%).
 For reasoning-gym suites a ``disjoint`` row repeats the overall figure without the task
 families the starter library overlaps.
 """
@@ -42,6 +44,11 @@ def block(samples: Sequence[Sample], *, stratified: bool, seed: int = 0) -> dict
     lo, hi = bootstrap_ci(values, strata, seed=seed)
     out: dict[str, Any] = {"score": round(mean(values), 6), "ci95": [lo, hi], "items": len(items),
                            "samples": len(samples), "correct": sum(s.correct for s in samples)}
+    if values and lo == hi and all(v in (0.0, 1.0) for v in values) and len(set(values)) == 1:
+        # Every item agrees: the bootstrap has nothing to resample. The exact one-sided 95%
+        # (Clopper-Pearson) bound for 0 (or n) successes in n items is 1 - 0.05 ** (1 / n).
+        bound = round(1 - 0.05 ** (1 / len(values)), 6)
+        out["exact95"] = [0.0, bound] if values[0] == 0.0 else [round(1 - bound, 6), 1.0]
     n = {v[3] for v in items.values()}
     if len(n) == 1 and (k := n.pop()) > 1:
         out[f"pass@{k}"] = round(mean([pass_at_k(k, v[4], k) for v in items.values()]), 6)
@@ -106,7 +113,11 @@ def read_samples(path: Path) -> list[Sample]:
 
 def _fmt(b: Mapping[str, Any]) -> str:
     lo, hi = b["ci95"]
-    return f"{100 * b['score']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+    text = f"{100 * b['score']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+    if "exact95" in b:
+        elo, ehi = b["exact95"]
+        text += f" (exact 95%: [{100 * elo:.1f}, {100 * ehi:.1f}])"
+    return text
 
 
 def report_markdown(summary: Mapping[str, Any]) -> str:

@@ -105,3 +105,15 @@ def test_summary_counts_every_failure_as_a_loss():
     assert m["statuses"] == {"ok": 4, "too_long": 2, "gen_timeout": 2}
     assert m["disjoint"]["score"] == 0.75 and m["tasks"]["b"] == {"score": 0.0, "items": 2,
                                                                    "samples": 4}
+
+
+def test_an_all_zero_score_gets_an_exact_bound_besides_its_empty_bootstrap():
+    from spadework.evaluate.items import Sample
+    from spadework.evaluate.summary import summarize
+
+    rows = [Sample("s", "t", "b", f"t/{i}", 0, i, "h") for i in range(120)]
+    m = summarize(rows)
+    assert m["overall"]["ci95"] == [0.0, 0.0]
+    assert m["overall"]["exact95"] == [0.0, pytest.approx(0.02465, abs=1e-4)]  # 1 - .05**(1/120)
+    assert "exact95" not in summarize(rows[:1] + [Sample("s", "t", "b", "t/x", 0, 0, "h",
+                                                         correct=True)])["overall"]
