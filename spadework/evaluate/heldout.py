@@ -1,0 +1,108 @@
+"""Held-out starter environments: the one list, the one rule, and the ``library-heldout`` suite.
+
+:data:`HELD_OUT` names starter environments (file stems of :mod:`spadework.library`) that a run
+never puts in its pool, so that playing them measures transfer to unseen games rather than
+memory. One per skill family at most, none of them a family reasoning-gym also has (so the
+``rg-hard`` overlap report is not needed for them): ``mastermind`` (logical deduction),
+``knapsack`` (optimization), ``light_switches`` (causal inference), ``tool_ledger`` (data
+retrieval). The other 14 still cover every game skill (each has two starter games); the tool-use
+starters have one environment per skill, so "data retrieval" keeps no starter example in a
+run's pool (the designer still writes environments for it).
+
+The suite plays each held-out environment on seeds in ``[2**31, 2**32 - 1)``. Training's episode
+seeds are ``episode_seed(...) < 2**31 - 1`` (:func:`spadework.seeding.episode_seed`), so the two
+sets are disjoint by construction, not by luck, and the seeds still fit numpy's 32-bit seeding.
+A play is won when its return (final reward of a terminated episode) is positive, the rule of
+:func:`spadework.reward.win_rate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from spadework.evaluate.items import Sample
+from spadework.evaluate.suite import RunContext
+from spadework.seeding import derive_seed
+
+#: Starter environments held out of every run's pool by default (file stems).
+HELD_OUT: tuple[str, ...] = ("knapsack", "light_switches", "mastermind", "tool_ledger")
+
+_STATUS = {"completed": "ok", "truncated": "ok", "timeout": "env_error",
+           "env_error": "env_error", "policy_error": "policy_error"}
+
+
+def is_held_out(name: str | None, held_out: Iterable[str] = HELD_OUT) -> bool:
+    """Whether the starter environment ``name`` (a file stem) is held out of run pools.
+
+    Generated environments have no starter name and are never held out.
+
+    >>> is_held_out("mastermind"), is_held_out("nim"), is_held_out(None)
+    (True, False, False)
+    >>> is_held_out("nim", held_out=("nim",))
+    True
+    """
+    return name is not None and name in tuple(held_out)
+
+
+def heldout_seed(seed: int, env_name: str, k: int) -> int:
+    """The instance seed of play ``k`` of a held-out environment: in ``[2**31, 2**32 - 1)``.
+
+    >>> s = heldout_seed(0, "mastermind", 0)
+    >>> 2**31 <= s < 2**32 - 1
+    True
+    """
+    return 2**31 + derive_seed("library-heldout", seed, env_name, k) % (2**31 - 1)
+
+
+@dataclass(frozen=True)
+class LibrarySuite:
+    """``library-heldout``: the held-out starter environments, multi-turn, through the rollout."""
+
+    name: str = "library-heldout"
+    held_out: tuple[str, ...] = HELD_OUT
+    kind: str = "library"
+    data: tuple[str, ...] = ()
+
+    def run(self, ctx: RunContext) -> list[Sample]:
+        from spadework.library import starter_env
+        from spadework.rollout import PlayConfig, PlayJob, play
+        from spadework.sandbox import Limits, Sandbox
+
+        s = ctx.settings
+        envs = [starter_env(name) for name in self.held_out]
+        plays = s.items or 8
+        jobs = [PlayJob(env, heldout_seed(ctx.seed, env.name or "", k), "no_hint", k)
+                for env in envs for k in range(plays)]
+        cfg = PlayConfig(max_turns=s.max_turns, max_tokens=s.max_tokens,
+                         temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
+                         batch_size=max(1, s.batch_items))
+        total = len(jobs)
+        seed = derive_seed(ctx.seed, self.name)
+
+        def go(sb: Sandbox) -> list:
+            return play(ctx.policy, sb, jobs, cfg, seed=seed,
+                        progress=lambda done, n: ctx.progress(done, total, "playing"))
+
+        if ctx.sandbox is not None:
+            episodes = go(ctx.sandbox)
+        else:
+            with Sandbox(Limits()) as sb:
+                episodes = go(sb)
+        return [self._row(job, ep) for job, ep in zip(jobs, episodes)]
+
+    def _row(self, job, ep) -> Sample:
+        from spadework.reward import episode_return
+
+        ret = episode_return(ep.rewards, ep.terminated)
+        last = ep.turns[-1] if ep.turns else None
+        return Sample(
+            self.name, job.env.name or job.env.class_name, job.env.skill or "",
+            f"{job.env.name}/{job.seed}", 0, job.seed, job.env.env_id,
+            response=last.text if last else "", extracted=last.action if last else None,
+            reward=ret, correct=ret > 0, status=_STATUS.get(ep.status, "env_error"),
+            finish_reason=last.finish_reason if last else "",
+            prompt_tokens=len(last.prompt_ids) if last else 0,
+            output_tokens=sum(len(t.output_ids) for t in ep.turns),
+            latency_s=round(ep.seconds, 3), error=ep.error,
+            extra={"turns": len(ep.turns), "episode_status": ep.status})

@@ -1,0 +1,119 @@
+"""Evaluation during a run: the ``[eval]`` config section and the one call the run loop makes.
+
+The loop calls, after finishing iteration ``i``::
+
+    if eval_due(cfg.eval, i):
+        figures = evaluate_policy(policy, cfg.eval, run_dir / "eval" / f"iter_{i:04d}",
+                                  sandbox=sandbox)
+        # figures -> metrics.jsonl under "eval"
+
+Every evaluation of a run uses the same eval seed (``EvalConfig.seed``), so iterations play the
+same items with the same per-(item, sample) seeds and ``spadework eval compare`` can pair any
+two of them (``run_dir/eval/iter_0003`` against ``run_dir/eval/iter_0007``).
+
+``budget_seconds`` bounds the wall time of one evaluation: suites run in the order given; the
+first always runs, and a later suite that would start after the budget is spent is skipped (the
+figures say which). The
+``cpu`` run preset keeps the budget small so that an evaluation costs a bounded share of a run.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from spadework.errors import ConfigError
+from spadework.evaluate.presets import PRESETS
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """The ``[eval]`` section of a run config.
+
+    ``every``: evaluate after every ``every``-th iteration (0: never). ``suites``: suite names
+    (see ``spadework eval list``; the ``--data`` suites need files and are not allowed here).
+    ``preset``: the eval preset (``paper-inloop`` is the reference's in-run setting).
+    ``max_items``: fewer items per suite (per task for reasoning-gym) than the preset plays.
+    ``seed``: the eval seed, the same at every evaluation so they pair. ``budget_seconds``: skip
+    the suites (after the first) that would start after this much wall time (None: no limit).
+    """
+
+    every: int = 0
+    suites: tuple[str, ...] = ("library-heldout",)
+    preset: str = "cpu"
+    max_items: int | None = None
+    seed: int = 0
+    budget_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        from spadework.evaluate.catalog import DATA_SUITES, suite_names
+
+        object.__setattr__(self, "suites", tuple(self.suites))
+        if not isinstance(self.every, int) or self.every < 0:
+            raise ConfigError(f"eval.every must be an int >= 0 (0 = never), got {self.every!r}")
+        if self.every and not self.suites:
+            raise ConfigError("eval.suites is empty; name at least one suite, e.g. "
+                              "suites = [\"library-heldout\"], or set eval.every = 0")
+        known = [n for n in suite_names() if n not in DATA_SUITES]
+        for name in self.suites:
+            if name not in known:
+                raise ConfigError(f"eval.suites: unknown or file-based suite {name!r}; "
+                                  f"use some of {', '.join(known)}")
+        if self.preset not in PRESETS:
+            raise ConfigError(f"eval.preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
+        if self.max_items is not None and self.max_items < 1:
+            raise ConfigError(f"eval.max_items must be >= 1 or unset, got {self.max_items}")
+        if self.budget_seconds is not None and not self.budget_seconds > 0:
+            raise ConfigError(f"eval.budget_seconds must be > 0 or unset, got {self.budget_seconds}")
+
+
+def eval_due(cfg: EvalConfig, iteration: int) -> bool:
+    """Whether to evaluate after (0-based) ``iteration``.
+
+    >>> [eval_due(EvalConfig(every=2), i) for i in range(4)]
+    [False, True, False, True]
+    >>> eval_due(EvalConfig(), 5)
+    False
+    """
+    return cfg.every > 0 and (iteration + 1) % cfg.every == 0
+
+
+def evaluate_policy(policy: Any, cfg: EvalConfig, out_dir: str | Path, *,
+                    seed: int | None = None, sandbox: Any = None) -> dict[str, Any]:
+    """Evaluate ``policy`` on ``cfg.suites``; write each suite under ``out_dir/<suite>/``.
+
+    Returns the figures for ``metrics.jsonl``: ``{"suites": {name: {"score", "ci95", "items",
+    "samples", "buckets": {bucket: score}, "statuses": {...}}}, "skipped": [names], "seconds",
+    "preset", "seed", "dir"}``. ``seed`` overrides ``cfg.seed``; ``sandbox`` is the loop's
+    started sandbox for multi-turn suites (left open).
+    """
+    from spadework.evaluate.catalog import make_suite
+    from spadework.evaluate.judge import Judge
+    from spadework.evaluate.presets import preset_settings
+    from spadework.evaluate.run import evaluate
+
+    eval_seed = cfg.seed if seed is None else seed
+    start = time.monotonic()
+    figures: dict[str, Any] = {"suites": {}, "skipped": [], "preset": cfg.preset,
+                               "seed": eval_seed, "dir": str(out_dir)}
+    with Judge() as judge:
+        for name in cfg.suites:
+            spent = time.monotonic() - start
+            if figures["suites"] and cfg.budget_seconds is not None and spent >= cfg.budget_seconds:
+                figures["skipped"].append(name)
+                continue
+            suite = make_suite(name)
+            s = preset_settings(cfg.preset, suite.kind)
+            if cfg.max_items is not None:
+                s = replace(s, items=min(s.items or cfg.max_items, cfg.max_items))
+            summary = evaluate(policy, suite, out_dir, preset=cfg.preset, settings=s,
+                               seed=eval_seed, judge=judge, sandbox=sandbox)
+            m = summary["metrics"]
+            figures["suites"][name] = {
+                **{k: m["overall"][k] for k in ("score", "ci95", "items", "samples")},
+                "buckets": {b: v["score"] for b, v in m["buckets"].items()},
+                "statuses": m["statuses"], "seconds": summary["wall_seconds"]}
+    figures["seconds"] = round(time.monotonic() - start, 1)
+    return figures

@@ -1,0 +1,47 @@
+"""The real default model through `evaluate`, and a run's LoRA checkpoint loaded for evaluation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spadework.evaluate.run import evaluate, load_policy
+
+
+@pytest.mark.slow
+def test_the_default_model_plays_rg_hard_smoke(tmp_path):
+    policy, info = load_policy(None)
+    summary = evaluate(policy, "rg-hard", tmp_path, preset="smoke", model_info=info)
+    assert info["name"] == "smollm2-135m-instruct" and len(info["sha256"]) == 64
+    rows = [json.loads(line) for line in (tmp_path / "rg-hard" / "samples.jsonl").open()]
+    assert len(rows) == 4 and all(r["status"] == "ok" and r["output_tokens"] > 0 for r in rows)
+    assert summary["context_length"] == 8192
+
+
+@pytest.mark.slow
+def test_a_lora_checkpoint_evaluates_as_the_trained_weights(tmp_path):
+    import torch
+
+    from spadework.policy.hf import load_hf_policy
+    from spadework.train.checkpoint import save_learner
+    from spadework.train.grpo import Learner, TrainConfig
+
+    trained = load_hf_policy(None)
+    learner = Learner(trained, TrainConfig(lora=True, lora_r=4))
+    with torch.no_grad():
+        for name, p in trained.model.named_parameters():
+            if p.requires_grad and "lora_B" in name:
+                p.normal_(0, 0.02)  # a trained adapter is nonzero; a fresh one is the base model
+    ckpt = tmp_path / "run" / "checkpoints" / "iter_0003"
+    save_learner(learner, ckpt)
+    (ckpt.parent / "latest.json").write_text(json.dumps({"iteration": 3, "dir": ckpt.name}))
+    policy, info = load_policy(None, checkpoint=tmp_path / "run")
+    assert info["checkpoint"] == str(ckpt) and len(info["checkpoint_sha256"]) == 64
+    ids = torch.tensor([trained.prompt_ids("What is 2 + 2?")])
+    with torch.no_grad():
+        want = trained.model(input_ids=ids).logits
+        got = policy.model(input_ids=ids).logits
+        base = load_hf_policy(None).model(input_ids=ids).logits
+    assert torch.allclose(got, want, atol=1e-4)
+    assert not torch.allclose(got, base, atol=1e-3)
