@@ -52,9 +52,10 @@ def design_into_run_dir(run_dir: str | Path, *, n: int, cfg: DesignConfig, max_t
 def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
                 policy_factory: Callable[[], Policy] | None = None,
                 progress: Progress | None = None) -> list[IterationMetrics]:
-    """``spadework run``: the checks that need no model first (the run directory's state), then
-    load the model (``policy_factory`` replaces it; tests pass a scripted one) and, when
-    training, the learner around it, then run the loop."""
+    """``spadework run``: the checks that need no model first (the run directory's state, the
+    model's name), then load the sampling backend (``policy_factory`` replaces it; tests pass a
+    scripted one) and, when training, the learner on its trainable twin and the weight sync
+    between them, then run the loop."""
     from spadework.loop import run
 
     check_run_dir(run_dir, resume=resume)
@@ -65,15 +66,20 @@ def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
     if policy_factory is not None:
         policy = policy_factory()
     else:
-        from spadework.policy.hf import load_hf_policy
+        from spadework.policy.load import load_policy
 
-        policy = load_hf_policy(cfg.model, max_batch_size=cfg.policy_batch)
-    learner = None
+        policy = load_policy(cfg.backend, cfg.model, max_batch_size=cfg.policy_batch,
+                             threads=cfg.threads)
+    learner = sync = None
     if cfg.train:
+        from spadework.policy.load import learner_policy
         from spadework.train.grpo import Learner
+        from spadework.train.sync import weight_sync_for
 
-        learner = Learner(policy, cfg.learner)
-    return run(cfg, run_dir, policy=policy, learner=learner, resume=resume, progress=progress)
+        learner = Learner(learner_policy(policy), cfg.learner)
+        sync = weight_sync_for(policy, learner)
+    return run(cfg, run_dir, policy=policy, learner=learner, sync=sync, resume=resume,
+               progress=progress)
 
 
 def check_run_dir(run_dir: Path, *, resume: bool) -> None:

@@ -21,6 +21,8 @@ from spadework.curriculum import CurriculumConfig
 from spadework.designer.run import DesignConfig
 from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
+from spadework.evaluate.inrun import EvalConfig
+from spadework.policy.load import BACKENDS
 from spadework.reward import RewardConfig
 from spadework.rollout import PlayConfig
 from spadework.train.grpo import TrainConfig
@@ -35,7 +37,10 @@ class RunConfig:
     every N iterations (and at the end); the latest one is always kept for resume.
     ``episode_seconds``: the sandbox's per-episode limit on time spent inside environment calls
     (the whole-episode wall budget, policy time included, is ``play.episode_seconds``).
-    ``policy_batch``: rows generated together.
+    ``policy_batch``: rows generated together. ``backend``: the sampler, ``llamacpp`` (the fast
+    CPU engine; the learner trains a transformers twin and each update is synced into it) or
+    ``hf`` (transformers, sampling from the module it trains). ``threads``: the llamacpp
+    engine's threads (None: half the cores this process may use, at least 1).
     """
 
     preset: str = "cpu"
@@ -47,11 +52,14 @@ class RunConfig:
     checkpoint_every: int = 2
     episode_seconds: float = 60.0
     policy_batch: int = 16
+    backend: str = "llamacpp"
+    threads: int | None = None
     design: DesignConfig = field(default_factory=DesignConfig)
     play: PlayConfig = field(default_factory=PlayConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     learner: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:
         for name in ("iterations", "plays", "checkpoint_every", "policy_batch"):
@@ -59,6 +67,10 @@ class RunConfig:
                 raise ConfigError(f"RunConfig.{name} must be an integer >= 1, got {getattr(self, name)!r}")
         if not self.episode_seconds > 0:
             raise ConfigError("RunConfig.episode_seconds must be > 0")
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"RunConfig.backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ConfigError(f"RunConfig.threads must be an integer >= 1 or unset, got {self.threads!r}")
 
     @property
     def check(self) -> CheckConfig:
@@ -77,7 +89,7 @@ def _smoke() -> RunConfig:
     return RunConfig(
         preset="smoke", iterations=2, plays=2, train=False, checkpoint_every=1,
         design=DesignConfig(attempts_per_slot=1, max_tokens=192, corpus_words=120,
-                            memory_positives=1, memory_negatives=0, check_seeds=2),
+                            memory_positives=1, memory_negatives=0),
         play=PlayConfig(max_turns=3, max_tokens=48, context_tokens=2048, temperature=0.7),
         curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=1, skills_per_regen=1,
                                     pool_size=2),
@@ -101,7 +113,7 @@ def _cpu() -> RunConfig:
     return RunConfig(
         preset="cpu", iterations=3, plays=3, train=True, checkpoint_every=1,
         design=DesignConfig(attempts_per_slot=1, max_tokens=512, corpus_words=200,
-                            memory_positives=1, memory_negatives=1, check_seeds=2),
+                            memory_positives=1, memory_negatives=1),
         play=PlayConfig(max_turns=4, max_tokens=48, context_tokens=2048, temperature=0.7),
         reward=RewardConfig(format_weight=0.2, rejection_reward=-1.0, rejection_progress=1.0),
         curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=4, skills_per_regen=2,
@@ -119,6 +131,7 @@ def _paper(size: str) -> RunConfig:
     (8 hinted and 8 unhinted plays on the same seeds, not 16 against 8)."""
     return RunConfig(
         preset=f"paper-{size}", model=f"Qwen/Qwen3-{size.upper()}", iterations=400, plays=8,
+        backend="hf",
         train=True, checkpoint_every=20, policy_batch=192,
         design=DesignConfig(attempts_per_slot=1, max_tokens=16384, temperature=0.6, top_p=0.95,
                             top_k=20, corpus_words=6000, memory_positives=2, memory_negatives=1),
@@ -147,7 +160,7 @@ def preset(name: str) -> RunConfig:
 
 
 PRESETS = ("smoke", "cpu", "paper-4b", "paper-30b")
-_SECTIONS = ("design", "play", "reward", "curriculum", "learner")
+_SECTIONS = ("design", "play", "reward", "curriculum", "learner", "eval")
 
 
 def _check_type(where: str, name: str, value: Any, kind: Any) -> Any:

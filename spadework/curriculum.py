@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spadework.errors import ConfigError
+from spadework.evaluate.heldout import HELD_OUT
 
 SCORES = ("blend", "learnability", "regret")
 
@@ -50,6 +51,9 @@ class CurriculumConfig:
     """PLR's beta: lower concentrates replay on the best-ranked environments."""
     staleness_coef: float = 0.3
     """PLR's rho: the weight of staleness against score."""
+    held_out: tuple[str, ...] = HELD_OUT
+    """Starter environments (file stems) never put in the pool: the ``library-heldout``
+    evaluation suite plays them (:mod:`spadework.evaluate.heldout`)."""
     score: str = "blend"
     """How an archived environment is ranked: its designer ``blend``, ``learnability``
     (p * (1 - p) of its win rate), or ``regret``, from its latest plays."""

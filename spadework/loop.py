@@ -1,9 +1,12 @@
 """The self-play loop: the one place that composes the stages, top to bottom like the diagram.
 
 ``run_iteration(ctx, i)`` runs the stages of :data:`STAGES` in order: design (on regeneration
-iterations; validation happens inside) -> pool (curriculum) -> hints (for the pool) -> play both
-arms on the same seeds -> reward (agent returns, per-environment win rate and regret, designer
-credit) -> train (unless disabled) -> store (the iteration's metrics). Each stage is a function
+iterations; validation happens inside) -> pool (curriculum; held-out starters never) -> hints
+(for the pool) -> play both arms on the same seeds (after replaying each environment's
+solution() on exactly those instances, dropping any it loses) -> reward (agent returns,
+per-environment win rate and regret, designer credit) -> train (unless disabled; the sampler
+gets the new weights) -> eval (held-out suites, when ``[eval] every`` says so) -> store (the
+iteration's metrics). Each stage is a function
 ``(ctx, it) -> StageResult``: the figures it reports, the :class:`Plan` the later stages read,
 and what it writes. ``run(...)`` opens the archive and sandbox, checks the starter library under
 the run's turn limit, restores the learner when resuming, and runs the iterations.
@@ -46,9 +49,10 @@ from spadework.reward import LearningPotential
 from spadework.rollout import play, regret_jobs
 from spadework.seeding import derive_rng, derive_seed
 from spadework.train.batch import ROLES, Sample
+from spadework.train.sync import WeightSync
 from spadework.types import Episode, EnvSource
 
-STAGES = ("design", "pool", "hints", "play", "reward", "train", "store")
+STAGES = ("design", "pool", "hints", "play", "reward", "train", "eval", "store")
 METRICS_FILE = "metrics.jsonl"
 
 
@@ -72,8 +76,9 @@ class Trainer(Protocol):
 class RunContext:
     """The live parts of a run (not a record: it holds the archive, sandbox, policy and learner).
 
-    ``corpus()`` loads the grounding corpus on first use; ``trained_through`` is the last
-    iteration the learner's loaded checkpoint includes.
+    ``corpus()`` loads the grounding corpus on first use; ``sync`` moves the learner's weights
+    to the sampler after each update; ``trained_through`` is the last iteration the learner's
+    loaded checkpoint includes.
     """
 
     cfg: RunConfig
@@ -82,6 +87,7 @@ class RunContext:
     policy: Policy
     sandbox: EnvSandbox
     learner: Trainer | None = None
+    sync: WeightSync | None = None
     corpus: Callable[[], Corpus] = field(default=lambda: _default_corpus())
     progress: Progress = field(default_factory=Silent)
     trained_through: int = -1
@@ -189,12 +195,16 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
 
 
 def _pool(ctx: RunContext, it: _Iteration) -> StageResult:
+    from spadework.evaluate.heldout import is_held_out
+
     cc, a, limit = ctx.cfg.curriculum, ctx.archive, ctx.cfg.play.max_turns
     fresh = it.plan.fresh if it.plan.regenerated else it.state.fresh
     candidates = []
     for rec in a.list_envs(status="accepted", setting=ctx.cfg.setting):
         if rec.report is None or rec.report.max_turns != limit:
             continue  # only what passed the checker under the turn limit it is played with
+        if rec.origin == "starter" and is_held_out(rec.name, cc.held_out):
+            continue  # held out for evaluation (the library-heldout suite), never trained on
         s = a.env_stats(rec.env_id)
         score = None if s is None else cur.env_score(cc.score, s.win_rate, s.regret)
         candidates.append(cur.Candidate(rec.env_id, score, None if s is None else s.last_played_iteration))
@@ -219,14 +229,29 @@ def _hints(ctx: RunContext, it: _Iteration) -> StageResult:
 
 
 def _play(ctx: RunContext, it: _Iteration) -> StageResult:
+    """Both arms of every pool environment on the same instances, each instance first replayed
+    with the environment's own solution(): one it loses is dropped from both arms and counted
+    (about 1.5 ms per instance; the checker saw other seeds than these)."""
+    from spadework.env.solvable import solution_losses
+
     envs, hints = it.envs(), dict(it.plan.hints)
-    seed = derive_seed(ctx.cfg.run_seed, it.i)
-    jobs = [j for e in envs for j in regret_jobs(e, hints.get(e.env_id), run_seed=seed,
-                                                 plays=ctx.cfg.plays)]
-    ctx.progress.stage("play", f"{len(jobs)} episodes: {len(envs)} envs x 2 arms x {ctx.cfg.plays} seeds")
+    seed, check = derive_seed(ctx.cfg.run_seed, it.i), ctx.cfg.check
+    jobs, unwinnable = [], {}
+    for e in envs:
+        mine = regret_jobs(e, hints.get(e.env_id), run_seed=seed, plays=ctx.cfg.plays)
+        opener = functools.partial(ctx.sandbox.load, e.code, max_turns=check.max_turns,
+                                   class_name=e.class_name)
+        lost = {x.seed for x in solution_losses(opener, sorted({j.seed for j in mine}), check)}
+        if lost:
+            unwinnable[e.env_id[:12]] = len(lost)
+        jobs += [j for j in mine if j.seed not in lost]
+    ctx.progress.stage("play", f"{len(jobs)} episodes: {len(envs)} envs x 2 arms x {ctx.cfg.plays} seeds"
+                       + (f" ({sum(unwinnable.values())} instances dropped: solution() loses them)"
+                          if unwinnable else ""))
     eps = play(ctx.policy, ctx.sandbox, jobs, ctx.cfg.play, seed=derive_seed(ctx.cfg.run_seed, it.i, "play"),
                progress=lambda done, total: ctx.progress.advance("play", done, total))
-    return StageResult({"episodes": len(eps), "statuses": M.statuses(eps), "tokens": M.output_tokens(eps)},
+    return StageResult({"episodes": len(eps), "statuses": M.statuses(eps), "tokens": M.output_tokens(eps),
+                        "unwinnable_instances": unwinnable},
                        it.plan, lambda arch: arch.add_episodes(it.i, eps))
 
 
@@ -283,10 +308,27 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
         figures.update(ctx.learner.step(samples))
         ctx.progress.stage("train", "loss " + ", ".join(
             f"{role} {figures[f'loss_{role}']:+.4f}" for role in ROLES if figures.get(f"loss_{role}") is not None))
+        if ctx.sync is not None:
+            start = time.monotonic()
+            ctx.sync.push(ctx.learner)  # the sampler plays the next iteration with these weights
+            figures["sync_seconds"] = round(time.monotonic() - start, 3)
         keep = (it.i + 1) % cfg.checkpoint_every == 0 or it.i == cfg.iterations - 1
         save_rotating(ctx.learner, root, it.i, keep=keep, extra={"figures": figures})
         ctx.trained_through = it.i
     return StageResult(figures, it.plan, lambda arch: arch.mark_trained(keys, it.i))
+
+
+def _eval(ctx: RunContext, it: _Iteration) -> StageResult:
+    """The ``[eval]`` suites with the current weights, when due; results under
+    ``RUN_DIR/eval/iter_XXXX`` and in this iteration's metrics."""
+    from spadework.evaluate.inrun import eval_due, evaluate_policy
+
+    if not eval_due(ctx.cfg.eval, it.i):
+        return StageResult({"due": False}, it.plan)
+    ctx.progress.stage("eval", f"{', '.join(ctx.cfg.eval.suites)} ({ctx.cfg.eval.preset} preset)")
+    figures = evaluate_policy(ctx.policy, ctx.cfg.eval, ctx.run_dir / "eval" / f"iter_{it.i:04d}",
+                              sandbox=ctx.sandbox, held_out=ctx.cfg.curriculum.held_out)
+    return StageResult({"due": True, **figures}, it.plan)
 
 
 def _store(ctx: RunContext, it: _Iteration) -> StageResult:
@@ -296,7 +338,7 @@ def _store(ctx: RunContext, it: _Iteration) -> StageResult:
 
 _STAGE_FUNCTIONS: dict[str, Callable[[RunContext, _Iteration], StageResult]] = {
     "design": _design, "pool": _pool, "hints": _hints, "play": _play, "reward": _reward,
-    "train": _train, "store": _store,
+    "train": _train, "eval": _eval, "store": _store,
 }
 
 
@@ -349,13 +391,16 @@ def write_metrics_file(archive: Archive, run_dir: Path) -> Path:
 # -- a whole run ---------------------------------------------------------------------------------
 
 def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer | None = None,
-        resume: bool = False, progress: Progress | None = None,
+        sync: WeightSync | None = None, resume: bool = False, progress: Progress | None = None,
         corpus: Callable[[], Corpus] | None = None) -> list[IterationMetrics]:
     """Run ``cfg.iterations`` iterations in ``run_dir`` (archive, ``metrics.jsonl``,
     checkpoints) with ``policy``; with ``resume``, continue a killed or finished run there.
 
-    ``learner`` trains ``policy`` (``spadework.train.Learner(policy, cfg.learner)``); it is
-    needed when ``cfg.train`` and restored from the run's latest checkpoint when resuming.
+    ``learner`` trains ``policy``'s weights (``spadework.train.Learner(learner_policy(policy),
+    cfg.learner)``); it is needed when ``cfg.train`` and restored from the run's latest
+    checkpoint when resuming. ``sync`` (``spadework.train.weight_sync_for(policy, learner)``)
+    moves its weights to ``policy`` after each update and after a restore; None when the policy
+    samples from the learner's own module.
     ``corpus`` loads the grounding corpus (default: the pulled default corpus). Raises
     ConfigError when ``run_dir`` holds a run and ``resume`` is false, or the other way round.
     """
@@ -381,11 +426,14 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
                 archive.save_state("config", {"preset": cfg.preset, "model": cfg.model,
                                               "run_seed": cfg.run_seed, "train": cfg.train})
             ctx = RunContext(cfg, run_dir, archive, policy, sb, learner if cfg.train else None,
+                             sync if cfg.train else None,
                              corpus or functools.cache(_default_corpus), progress)
             latest = latest_checkpoint(run_dir / "checkpoints") if resume and ctx.learner else None
             if latest is not None:
                 ctx.learner.load(latest[1])
                 ctx.trained_through = latest[0]
+                if ctx.sync is not None:
+                    ctx.sync.push(ctx.learner)
                 progress.stage("setup", f"learner restored from {latest[1].name}")
             out = [run_iteration(ctx, i) for i in range(start, cfg.iterations)]
     return out

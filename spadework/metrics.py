@@ -152,5 +152,7 @@ def iteration_summary(figures: Mapping[str, Any], episodes: Sequence[Episode], *
         "mean_regret": rew.get("mean_regret"), "designer_reward": rew.get("designer_reward"),
         "per_env": rew.get("per_env"), "train": figures.get("train"),
         "tokens": {"design": design.get("tokens", 0), "play": play_f.get("tokens", 0)},
+        "eval": figures.get("eval") if (figures.get("eval") or {}).get("due") else None,
+        "unwinnable_instances": play_f.get("unwinnable_instances", {}),
         "seconds": {n: (figures.get(n) or {}).get("seconds") for n in stages},
     }

@@ -237,3 +237,15 @@ def test_reply_structure_tells_prose_from_the_beginnings_of_a_module():
     partial = reply_structure(fenced(GOOD_CODE)[:200])
     assert 0 < partial < reply_structure(fenced(GOOD_CODE)) == 1.0
     assert reply_structure("class Env:\n    def reset(self):\n") == pytest.approx(2 / 7)
+
+
+def test_a_design_named_after_a_benchmark_task_is_flagged(sb, archive):
+    """A class named after a held-out benchmark task (reasoning-gym's basic_arithmetic) is
+    archived with that match, so a run does not quietly train on its own test."""
+    named = GOOD_CODE.replace("ArithmeticChainEnv", "BasicArithmeticEnv")
+    (res,) = run(ScriptedPolicy([[fenced(named)]]), sb, archive, 1)
+    rec = archive.get_env(res.attempts[0].env_id)
+    assert rec.status == "accepted" and rec.benchmarks == ("basic_arithmetic",)
+    plain = archive.get_env(run(ScriptedPolicy([[fenced(GOOD_CODE.replace("(a * b + c)", "(c + a * b)"))]]),
+                                sb, archive, 1, iteration=1)[0].attempts[0].env_id)
+    assert plain.benchmarks == ()

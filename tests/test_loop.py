@@ -17,6 +17,7 @@ from spadework import reward
 from spadework.archive import Archive, archive_path
 from spadework.config import load_config, override, preset
 from spadework.designer.prompts import SUBCLASS_GUIDE
+from spadework.evaluate.heldout import HELD_OUT
 from spadework.env.actions import parse_action
 from spadework.errors import ConfigError
 from spadework.loop import run
@@ -142,8 +143,10 @@ def test_designs_and_starters_are_checked_under_the_play_turn_limit(tmp_path, cf
         puzzle = envs["sliding_puzzle"]
         assert (puzzle.status, puzzle.failed_stage) == ("rejected", "solvable")
         played = {e.env_id for e in a.episodes()}
-        games = {r.env_id for r in envs.values() if r.setting == "games" and r.status == "accepted"}
+        games = {r.env_id for r in envs.values() if r.setting == "games" and r.status == "accepted"
+                 and r.name not in HELD_OUT}
         assert played == games and puzzle.env_id not in played
+        assert not played & {r.env_id for r in envs.values() if r.name in HELD_OUT}
 
 
 def test_presets_and_toml(tmp_path):
@@ -220,6 +223,17 @@ def test_training_run_checkpoints_and_resumes_with_the_default_model(tmp_path):
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
 
 
+class RecordingSync:
+    """A weight sync that records when it was pushed, relative to the learner's steps."""
+
+    def __init__(self, learner):
+        self.learner, self.pushed_after = learner, []
+
+    def push(self, learner):
+        assert learner is self.learner
+        self.pushed_after.append(len(learner.steps))
+
+
 class RecordingLearner:
     """Stands in for ``train.grpo.Learner`` (whose real test needs the model): records the
     samples of each step and writes a checkpoint folder like the real one."""
@@ -246,10 +260,12 @@ def test_train_stage_gets_both_roles_and_marks_them(tmp_path, cfg):
     with Archive.open(archive_path(tmp_path)) as a, Sandbox(Limits(episode_seconds=600)) as sb:
         a.import_starter(starter_records())
         from spadework.default_corpus import load_default_corpus
+        sync = RecordingSync(learner)
         ctx = RunContext(cfg, tmp_path, a, ScriptedPolicy(half_solving_script), sb, learner=learner,
-                         corpus=load_default_corpus)
+                         sync=sync, corpus=load_default_corpus)
         m = run_iteration(ctx, 0)
         (samples,) = learner.steps
+        assert sync.pushed_after == [1] and "sync_seconds" in m.values["train"]  # right after the step
         roles = [s.role for s in samples]
         assert roles.count("designer") == 2 and roles[:2] == ["designer", "designer"]
         agent = [s for s in samples if s.role == "agent"]
@@ -331,3 +347,44 @@ def test_a_policy_error_while_writing_hints_does_not_stop_the_run(tmp_path, cfg)
     hints = out[0].values["hints"]
     assert hints["sources"].get("none", 0) >= 1 and hints["written"] == 0
     assert out[0].values["episodes"] == 2 * 2 * cfg.plays
+
+
+def test_instances_an_environments_own_solution_loses_are_not_played(tmp_path, cfg):
+    """A one-character slip in the cipher's alphabet (% 27) makes solution() lose some instances;
+    archived as accepted (as an older checker could accept it), the play stage replays solution()
+    on the iteration's instances and plays neither arm on the ones it loses."""
+    from spadework.archive.records import EnvRecord
+    from spadework.env.solvable import solution_losses
+    from spadework.loop import RunContext, run_iteration
+    from spadework.sandbox import Limits, Sandbox
+    from spadework.seeding import derive_seed, episode_seed
+    from spadework.types import CheckReport, CheckResult, env_id_of
+
+    code = (ROOT / "tests" / "fixtures" / "envs" / "bad" / "cipher_alphabet_slip.py").read_text()
+    many = override(cfg, {"plays": 24, "iterations": 1, "curriculum": {"designs_per_regen": 0,
+                                                                        "pool_size": 1}})
+    ok = CheckReport(env_id_of(code), "CipherMachineEnv", (CheckResult("solvable", True, "old"),),
+                     max_turns=many.play.max_turns)
+    with Archive.open(archive_path(tmp_path)) as a, Sandbox(Limits(episode_seconds=600)) as sb:
+        a.add_env(EnvRecord.from_check(code, ok, iteration=0, setting="games", skill="logical deduction"))
+        ctx = RunContext(many, tmp_path, a, ScriptedPolicy(designing_script), sb)
+        m = run_iteration(ctx, 0)
+        seeds = [episode_seed(derive_seed(many.run_seed, 0), env_id_of(code), i) for i in range(24)]
+        lost = {x.seed for x in solution_losses(
+            lambda: sb.load(code, max_turns=many.play.max_turns, class_name="CipherMachineEnv"),
+            seeds, many.check)}
+        played = {e.seed for e in a.episodes() if e.env_id == env_id_of(code)}
+    assert lost and played == set(seeds) - lost
+    assert m.values["unwinnable_instances"] == {env_id_of(code)[:12]: len(lost)}
+
+
+def test_an_evaluation_runs_when_due_and_lands_in_the_metrics(tmp_path, cfg):
+    evaluated = override(cfg, {"iterations": 2, "eval": {"every": 2, "suites": ["library-heldout"],
+                                                          "preset": "smoke"}})
+    out = run(evaluated, tmp_path, policy=ScriptedPolicy(designing_script))
+    assert out[0].values["eval"] is None
+    ev = out[1].values["eval"]
+    assert set(ev["suites"]) == {"library-heldout"} and ev["suites"]["library-heldout"]["items"] > 0
+    summary = tmp_path / "eval" / "iter_0001" / "library-heldout" / "summary.json"
+    assert json.loads(summary.read_text())["metrics"]["overall"]["score"] == \
+        ev["suites"]["library-heldout"]["score"]

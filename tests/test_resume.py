@@ -168,7 +168,8 @@ def test_a_kill_inside_the_design_stage_leaves_no_trace(tmp_path, uninterrupted,
 def _without_seconds(value):
     """Metrics with every wall-clock figure removed (the rest must replay exactly)."""
     if isinstance(value, dict):
-        return {k: _without_seconds(v) for k, v in value.items() if k != "seconds"}
+        return {k: _without_seconds(v) for k, v in value.items()
+                if k != "seconds" and not k.endswith("_seconds")}
     if isinstance(value, list):
         return [_without_seconds(v) for v in value]
     return value
@@ -222,7 +223,8 @@ def test_a_kill_between_the_checkpoint_and_the_train_commit_keeps_the_step_and_i
 
     from spadework import loop
     from spadework.config import load_config, override
-    from spadework.train import Learner
+    from spadework.policy.load import learner_policy
+    from spadework.train import Learner, weight_sync_for
     from spadework.train import checkpoint as ckpt
 
     cfg = override(load_config(TESTS / "fixtures" / "smoke_train.toml"), {"iterations": 2})
@@ -233,9 +235,10 @@ def test_a_kill_between_the_checkpoint_and_the_train_commit_keeps_the_step_and_i
         if iteration == 1:
             raise _Killed
 
-    def fresh():
+    def fresh():  # as `spadework run` builds them (commands.run_command)
         policy = trainable_policy_factory()
-        return {"policy": policy, "learner": Learner(policy, cfg.learner)}
+        learner = Learner(learner_policy(policy), cfg.learner)
+        return {"policy": policy, "learner": learner, "sync": weight_sync_for(policy, learner)}
 
     monkeypatch.setattr(ckpt, "save_rotating", save_then_killed)
     with pytest.raises(_Killed):

@@ -129,6 +129,9 @@ class EnvRecord:
     ``status`` is one of :data:`ENV_STATUSES`; a rejected environment names the stage that
     failed and why (a rejected design is data too). ``iteration`` is the iteration that designed
     it (-1 for starter entries). ``created_at`` is filled in by the archive when left ``None``.
+    ``benchmarks`` names the held-out benchmark tasks its class name or docstring matches
+    (:func:`spadework.evaluate.hygiene.env_benchmark_matches`): a flag for people, so a run
+    does not quietly train on its own test.
     """
 
     code: str
@@ -147,6 +150,7 @@ class EnvRecord:
     report: CheckReport | None = None
     hint: str | None = None
     created_at: float | None = None
+    benchmarks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in ENV_STATUSES:

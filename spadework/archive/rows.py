@@ -23,7 +23,7 @@ from spadework.types import ARMS, EPISODE_STATUSES, Episode, Sampling, Turn
 
 ENV_COLUMNS = ("env_id", "code", "class_name", "setting", "skill", "name", "origin", "doc_id",
                "doc_excerpt", "parent_id", "iteration", "status", "failed_stage", "reason",
-               "report", "hint", "created_at")
+               "report", "hint", "created_at", "benchmarks")
 
 ATTEMPT_COLUMNS = ("iteration", "slot", "attempt", "skill", "setting", "doc_id", "messages",
                    "reply", "prompt_ids", "output_ids", "logprobs", "finish_reason", "outcome",
@@ -53,7 +53,8 @@ def env_row(rec: EnvRecord, now: float) -> tuple:
     created = now if rec.created_at is None else rec.created_at
     return (rec.env_id, rec.code, rec.class_name, rec.setting, rec.skill, rec.name, rec.origin,
             rec.doc_id, rec.doc_excerpt, rec.parent_id, rec.iteration, rec.status,
-            rec.failed_stage, rec.reason, report_to_json(rec.report), rec.hint, created)
+            rec.failed_stage, rec.reason, report_to_json(rec.report), rec.hint, created,
+            ",".join(rec.benchmarks))
 
 
 def env_from_row(row: sqlite3.Row) -> EnvRecord:
@@ -63,6 +64,7 @@ def env_from_row(row: sqlite3.Row) -> EnvRecord:
         origin=row["origin"], doc_id=row["doc_id"], doc_excerpt=row["doc_excerpt"],
         parent_id=row["parent_id"], failed_stage=row["failed_stage"], reason=row["reason"],
         report=report_from_json(row["report"]), hint=row["hint"], created_at=row["created_at"],
+        benchmarks=tuple(b for b in row["benchmarks"].split(",") if b),
     )
     if rec.env_id != row["env_id"]:
         raise ArchiveError(f"environment {row['env_id'][:12]} is corrupt: its code hashes to "

@@ -21,7 +21,8 @@ Versions:
 3. how each sample was drawn: ``temperature``, ``top_p`` and ``top_k`` on ``turns`` and
    ``attempts`` (NULL for rows written before: the learner cannot score those and skips them);
    ``turns.parsed``, whether the host parsed a well-formed action from the reply, backfilled by
-   parsing the stored replies once.
+   parsing the stored replies once; ``envs.benchmarks``, the benchmark tasks a design's name or
+   docstring matches (comma-separated; empty for rows written before).
 """
 
 from __future__ import annotations
@@ -189,6 +190,7 @@ def _step_3(conn: sqlite3.Connection) -> None:
         for column, kind in (("temperature", "REAL"), ("top_p", "REAL"), ("top_k", "INTEGER")):
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
     conn.execute("ALTER TABLE turns ADD COLUMN parsed INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE envs ADD COLUMN benchmarks TEXT NOT NULL DEFAULT ''")
     rows = conn.execute("SELECT t.rowid, t.text, e.setting FROM turns AS t "
                         "JOIN envs AS e ON e.env_id = t.env_id").fetchall()
     conn.executemany("UPDATE turns SET parsed = ? WHERE rowid = ?",

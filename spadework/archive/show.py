@@ -70,6 +70,9 @@ def show_text(archive: Archive, prefix: str) -> str:
         out.append(f"document    {rec.doc_id or '-'}: {(rec.doc_excerpt or '')[:200]}")
     if rec.parent_id:
         out.append(f"parent      {rec.parent_id}")
+    if rec.benchmarks:
+        out.append(f"benchmarks  matches held-out tasks: {', '.join(rec.benchmarks)} (do not train on it "
+                   "if those are evaluated)")
     if st:
         out.append(f"plays       {st.plays} ({st.wins} won); latest iteration {st.last_played_iteration}: "
                    f"win rate {_num(st.win_rate)}, regret {_num(st.regret)}")

@@ -61,9 +61,10 @@ def screen_reply(text: str, finish_reason: str, max_tokens: int) -> str | None:
     return None
 
 
-def judge_reply(text: str, finish_reason: str, *, sandbox: Any, max_tokens: int, seeds: int,
+def judge_reply(text: str, finish_reason: str, *, sandbox: Any, max_tokens: int, seeds: int | None,
                 check_config: CheckConfig, index: Any) -> Judgement:
-    """Screen, extract and check one reply (``seeds``: how many solution() must win on;
+    """Screen, extract and check one reply (``seeds``: how many instances solution() must win,
+    None for the checker's own count;
     ``index``: the novelty index of accepted code). The extract stage is recorded in the report,
     so an archived environment's report shows every stage it went through."""
     from spadework.env.checker import check

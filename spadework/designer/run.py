@@ -40,6 +40,7 @@ from spadework.designer.prompts import (
 )
 from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
+from spadework.evaluate.hygiene import env_benchmark_matches
 from spadework.seeding import derive_seed
 from spadework.skills import Skill
 from spadework.types import EnvSource, Sampling
@@ -58,7 +59,8 @@ class DesignConfig:
     the document's word budget; ``memory_positives`` / ``memory_negatives``: archive examples per
     prompt; ``mutation_ratio``: the share of slots that edit an archived parent;
     ``rejected_first_attempts``: "reward" (rejected samples get the rejection reward) or "none"
-    (no gradient); ``check_seeds``: seeds solution() must win on.
+    (no gradient). How many instances solution() must win is the checker's
+    (``CheckConfig.solvable_seeds``), not a second setting here.
     """
 
     setting: str = "games"
@@ -74,7 +76,6 @@ class DesignConfig:
     memory_negatives: int = 1
     mutation_ratio: float = 0.0
     rejected_first_attempts: str = "reward"
-    check_seeds: int = 3
 
     def __post_init__(self) -> None:
         if self.setting not in SETTING_RULES:
@@ -83,7 +84,7 @@ class DesignConfig:
             raise ConfigError(f"DesignConfig.difficulty must be one of {DIFFICULTIES}, got {self.difficulty!r}")
         for name, low in (("attempts_per_slot", 1), ("repair_turns", 0), ("max_tokens", 1),
                           ("corpus_words", 1), ("memory_positives", 0), ("memory_negatives", 0),
-                          ("check_seeds", 1), ("top_k", 0)):
+                          ("top_k", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ConfigError(f"DesignConfig.{name} must be an integer >= {low}, got {value!r}")
@@ -251,7 +252,7 @@ class DesignRun:
         done, envs, attempts = [], [], []
         for req, c in zip(reqs, completions):
             j = judge_reply(c.text, c.finish_reason, sandbox=self.sandbox, max_tokens=cfg.max_tokens,
-                            seeds=cfg.check_seeds, check_config=self.check_config, index=self.index)
+                            seeds=None, check_config=self.check_config, index=self.index)
             if j.outcome == ACCEPTED:
                 self.index.add(j.code)
                 req.slot.env = EnvSource(j.code, j.report.class_name or "", req.slot.skill.setting,
@@ -260,7 +261,8 @@ class DesignRun:
                 envs.append(EnvRecord.from_check(
                     j.code, j.report, iteration=self.iteration, setting=req.slot.skill.setting,
                     skill=req.slot.skill.name, doc_id=req.doc_id, doc_excerpt=req.doc_excerpt,
-                    parent_id=req.slot.parent.env_id if req.slot.parent else None))
+                    parent_id=req.slot.parent.env_id if req.slot.parent else None,
+                    benchmarks=env_benchmark_matches(j.code)))
             attempts.append(self._attempt(req, c, j, params.record))
             req.slot.attempts.append(attempts[-1])
             done.append((req, c.text, j))

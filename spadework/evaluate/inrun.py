@@ -81,13 +81,15 @@ def eval_due(cfg: EvalConfig, iteration: int) -> bool:
 
 
 def evaluate_policy(policy: Any, cfg: EvalConfig, out_dir: str | Path, *,
-                    seed: int | None = None, sandbox: Any = None) -> dict[str, Any]:
+                    seed: int | None = None, sandbox: Any = None,
+                    held_out: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Evaluate ``policy`` on ``cfg.suites``; write each suite under ``out_dir/<suite>/``.
 
     Returns the figures for ``metrics.jsonl``: ``{"suites": {name: {"score", "ci95", "items",
     "samples", "buckets": {bucket: score}, "statuses": {...}}}, "skipped": [names], "seconds",
     "preset", "seed", "dir"}``. ``seed`` overrides ``cfg.seed``; ``sandbox`` is the loop's
-    started sandbox for multi-turn suites (left open).
+    started sandbox for multi-turn suites (left open); ``held_out`` the run's held-out starters
+    (what ``library-heldout`` plays; default its own list).
     """
     from spadework.evaluate.catalog import make_suite
     from spadework.evaluate.judge import Judge
@@ -105,6 +107,8 @@ def evaluate_policy(policy: Any, cfg: EvalConfig, out_dir: str | Path, *,
                 figures["skipped"].append(name)
                 continue
             suite = make_suite(name)
+            if held_out is not None and hasattr(suite, "held_out"):
+                suite = replace(suite, held_out=tuple(held_out))
             s = preset_settings(cfg.preset, suite.kind)
             if cfg.max_items is not None:
                 s = replace(s, items=min(s.items or cfg.max_items, cfg.max_items))

@@ -362,6 +362,10 @@ def load_hf_policy(
     torch_dtype = getattr(torch, dtype) if dtype else (
         torch.float32 if device == "cpu" else torch.bfloat16
     )
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # transformers' "Loading weights" bar is not our progress
     try:
         tok = AutoTokenizer.from_pretrained(str(path), local_files_only=local_only)
         lm = AutoModelForCausalLM.from_pretrained(
@@ -369,6 +373,9 @@ def load_hf_policy(
         )
     except (OSError, ValueError) as e:
         raise PolicyError(f"cannot load model {model!r} from {path}: {e}") from e
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     return HFPolicy(lm.to(device), tok, max_batch_size=max_batch_size,
                     context_length=context_length)
 

@@ -56,11 +56,12 @@ def load_policy(
 
 
 def learner_policy(policy: Any, *, device: str = "cpu") -> Any:
-    """The ``HFPolicy`` a ``Learner`` trains for ``policy``: ``policy`` itself when it is one,
-    else the transformers copy of the sampler's model (loaded from its converted folder)."""
-    from spadework.policy.hf import HFPolicy, load_hf_policy
+    """The policy a ``Learner`` trains for ``policy``: ``policy`` itself when it holds its own
+    trainable module (``HFPolicy``, or any policy with a ``model`` and a ``pad_token_id``), else
+    the transformers copy of the sampler's model (loaded from its converted folder)."""
+    from spadework.policy.hf import load_hf_policy
 
-    if isinstance(policy, HFPolicy):
+    if hasattr(policy, "model") and hasattr(policy, "pad_token_id"):
         return policy
     hf_dir = getattr(policy, "hf_dir", None)
     if hf_dir is None:

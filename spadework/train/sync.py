@@ -138,17 +138,17 @@ class LlamaCppLoraSync:
 def weight_sync_for(policy: Any, learner: Any) -> WeightSync:
     """The ``WeightSync`` that moves ``learner``'s weights into ``policy`` (the sampler).
 
-    ``HFPolicy`` trained in place: :class:`InProcessSync`. ``LlamaCppPolicy``:
+    A policy that samples from the module the learner trains (``HFPolicy`` trained in place,
+    or any policy whose ``model`` is the learner's): :class:`InProcessSync`. ``LlamaCppPolicy``:
     :class:`LlamaCppLoraSync`. An ``OpenAIPolicy`` needs a server-side setup (see
     :class:`VLLMLoraSync`), so it is refused here with that advice.
     """
-    from spadework.policy.hf import HFPolicy
     from spadework.policy.llamacpp import LlamaCppPolicy
     from spadework.policy.openai import OpenAIPolicy
 
     if isinstance(policy, LlamaCppPolicy):
         return LlamaCppLoraSync(policy)
-    if isinstance(policy, HFPolicy) and policy.model is learner.model:
+    if getattr(policy, "model", None) is learner.model:
         return InProcessSync(policy)
     if isinstance(policy, OpenAIPolicy):
         raise ConfigError("an OpenAI-compatible sampler needs a server-side sync: build "
