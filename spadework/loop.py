@@ -300,10 +300,13 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
                                "dropped": {**agent.dropped, **designer.dropped}}
     root = ctx.run_dir / "checkpoints"
     if ctx.trained_through >= it.i:  # killed after the checkpoint was written, before the commit
-        figures = checkpoint_meta(root).get("figures", figures)
-    elif samples and cfg.learner.kl_coef == 0 and all(s.advantage == 0 for s in samples):
+        return StageResult(checkpoint_meta(root).get("figures", figures), it.plan,
+                           lambda arch: arch.mark_trained(keys, it.i))
+    if not samples:
+        figures["note"] = "no update: nothing to train on"
+    elif cfg.learner.kl_coef == 0 and all(s.advantage == 0 for s in samples):
         figures["note"] = "no update: every advantage is 0 (each group scored alike), no gradient"
-    elif samples:
+    else:
         ctx.progress.stage("train", f"{len(samples)} samples ({len(designer.samples)} designer)")
         figures.update(ctx.learner.step(samples))
         ctx.progress.stage("train", "loss " + ", ".join(
@@ -312,9 +315,10 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
             start = time.monotonic()
             ctx.sync.push(ctx.learner)  # the sampler plays the next iteration with these weights
             figures["sync_seconds"] = round(time.monotonic() - start, 3)
-        keep = (it.i + 1) % cfg.checkpoint_every == 0 or it.i == cfg.iterations - 1
-        save_rotating(ctx.learner, root, it.i, keep=keep, extra={"figures": figures})
-        ctx.trained_through = it.i
+    # a checkpoint per trained iteration, update or not, so that resume always finds this one
+    keep = (it.i + 1) % cfg.checkpoint_every == 0 or it.i == cfg.iterations - 1
+    save_rotating(ctx.learner, root, it.i, keep=keep, extra={"figures": figures})
+    ctx.trained_through = it.i
     return StageResult(figures, it.plan, lambda arch: arch.mark_trained(keys, it.i))
 
 

@@ -282,6 +282,23 @@ def test_train_stage_gets_both_roles_and_marks_them(tmp_path, cfg):
         assert 0 < a.env_stats(designed.env_id).win_rate < 1
 
 
+def test_an_iteration_without_an_update_still_leaves_a_checkpoint(tmp_path, cfg):
+    """Every group scored alike gives no gradient; the iteration still checkpoints, so that
+    a resumed run finds the learner state of every trained iteration."""
+    def losing(conv, turn):
+        designing = conv.messages[0]["role"] == "system" and "design" in conv.messages[0]["content"]
+        return designing_script(conv, turn) if designing else "I do not know."
+
+    cfg = override(cfg, {"train": True, "iterations": 1, "checkpoint_every": 1,
+                         "curriculum": {"designs_per_regen": 0}})
+    learner = RecordingLearner()
+    out = run(cfg, tmp_path, policy=ScriptedPolicy(losing), learner=learner,
+              sync=RecordingSync(learner))
+    assert out[0].values["train"]["note"].startswith("no update") and learner.steps == []
+    assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text()) == {
+        "iteration": 0, "dir": "iter_0000"}
+
+
 PANTRY = SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):]
 
 
