@@ -40,6 +40,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import secrets
+import os
 import sys
 import threading
 from collections import deque
@@ -81,14 +82,21 @@ def _silence(ll: Any) -> Any:
     return callback
 
 
+def default_threads() -> int:
+    """Half the cores this process may use, at least 1 (one on this project's 2-core machines,
+    where two threads ran 1.7x faster on a quiet machine and 8x slower on a busy one)."""
+    return max(1, len(os.sched_getaffinity(0)) // 2)
+
+
 class LlamaCppPolicy:
     """A ``Policy`` over a GGUF model in llama.cpp; see the module docstring.
 
     ``gguf``: the quantised model file; ``tokenizer``: the HF tokenizer of its converted folder
     (``stop_token_ids`` adds ``eos_token_ids`` from its generation config); ``hf_dir``: that
     folder, where the learner's trainable copy loads from (``spadework.policy.load``).
-    ``threads``: llama.cpp threads (default 1: its worker threads spin at every barrier, so on
-    two cores shared with anything else, two threads run several times slower than one).
+    ``threads``: llama.cpp threads (default: half the cores this process may use, at least 1;
+    its worker threads spin at every barrier, so a thread per core of a machine shared with
+    anything else (the sandbox, the learner, other jobs) runs several times slower than fewer).
     ``context_length`` may lower the model's window. Not
     thread-safe across calls of one instance (a lock serialises them). ``close()`` frees the
     model; it is also a context manager.
@@ -111,7 +119,7 @@ class LlamaCppPolicy:
         self.tokenizer = tokenizer
         self.hf_dir = Path(hf_dir) if hf_dir else None
         self.max_batch_size = max_batch_size
-        self.threads = threads or 1
+        self.threads = threads or default_threads()
         self.kv_type = kv_type
         self.flash_attn = flash_attn
         self._lock = threading.Lock()
