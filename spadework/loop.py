@@ -32,10 +32,10 @@ import functools
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from spadework import curriculum as cur
 from spadework import metrics as M
@@ -48,94 +48,20 @@ from spadework.progress import Progress, Silent
 from spadework.reward import LearningPotential
 from spadework.rollout import play, regret_jobs
 from spadework.seeding import derive_rng, derive_seed
-from spadework.train.batch import ROLES, Sample
+from spadework.stage import (  # noqa: F401 (RunContext: the loop's API, re-exported)
+    IterationMetrics,
+    Plan,
+    RunContext,
+    StageResult,
+    Trainer,
+    default_corpus,
+)
+from spadework.train.batch import ROLES
 from spadework.train.sync import WeightSync
 from spadework.types import Episode, EnvSource
 
 STAGES = ("design", "pool", "hints", "play", "reward", "train", "eval", "store")
 METRICS_FILE = "metrics.jsonl"
-
-
-class EnvSandbox(Protocol):
-    """Where environment code runs (:class:`spadework.sandbox.Sandbox`)."""
-
-    def load(self, code: str, *, max_turns: int, class_name: str | None = None) -> Any: ...
-
-
-class Trainer(Protocol):
-    """What the loop needs of a learner (:class:`spadework.train.Learner`)."""
-
-    def step(self, samples: Sequence[Sample]) -> dict[str, Any]: ...
-
-    def save(self, directory: str | Path) -> Path: ...
-
-    def load(self, directory: str | Path) -> None: ...
-
-
-@dataclass
-class RunContext:
-    """The live parts of a run (not a record: it holds the archive, sandbox, policy and learner).
-
-    ``corpus()`` loads the grounding corpus on first use; ``sync`` moves the learner's weights
-    to the sampler after each update; ``trained_through`` is the last iteration the learner's
-    loaded checkpoint includes.
-    """
-
-    cfg: RunConfig
-    run_dir: Path
-    archive: Archive
-    policy: Policy
-    sandbox: EnvSandbox
-    learner: Trainer | None = None
-    sync: WeightSync | None = None
-    corpus: Callable[[], Corpus] = field(default=lambda: _default_corpus())
-    progress: Progress = field(default_factory=Silent)
-    trained_through: int = -1
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What one iteration's stages hand each other: whether the designer ran and what it
-    accepted (``fresh``), the environments to play (``pool``) and their hints (env id -> hint,
-    None for an env's own per-instance hint() or none)."""
-
-    iteration: int
-    regenerated: bool = False
-    fresh: tuple[str, ...] = ()
-    pool: tuple[str, ...] = ()
-    hints: tuple[tuple[str, str | None], ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"iteration": self.iteration, "regenerated": self.regenerated,
-                "fresh": list(self.fresh), "pool": list(self.pool), "hints": dict(self.hints)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Plan:
-        return cls(int(d["iteration"]), bool(d.get("regenerated", False)),
-                   tuple(d.get("fresh", ())), tuple(d.get("pool", ())),
-                   tuple((k, v) for k, v in (d.get("hints") or {}).items()))
-
-
-@dataclass(frozen=True)
-class StageResult:
-    """What a stage returns: its figures (stored with its completion record, summarised into the
-    iteration's metrics), the plan after it, and its archive writes (run in the stage's
-    transaction)."""
-
-    figures: dict[str, Any]
-    plan: Plan
-    write: Callable[[Archive], None] = lambda archive: None
-
-
-@dataclass(frozen=True)
-class IterationMetrics:
-    """One line of ``metrics.jsonl``: what an iteration did, by stage."""
-
-    iteration: int
-    values: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"iteration": self.iteration, **self.values}
 
 
 @dataclass
@@ -431,7 +357,7 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
                                               "run_seed": cfg.run_seed, "train": cfg.train})
             ctx = RunContext(cfg, run_dir, archive, policy, sb, learner if cfg.train else None,
                              sync if cfg.train else None,
-                             corpus or functools.cache(_default_corpus), progress)
+                             corpus or functools.cache(default_corpus), progress)
             latest = latest_checkpoint(run_dir / "checkpoints") if resume and ctx.learner else None
             if latest is not None:
                 ctx.learner.load(latest[1])
@@ -441,9 +367,3 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
                 progress.stage("setup", f"learner restored from {latest[1].name}")
             out = [run_iteration(ctx, i) for i in range(start, cfg.iterations)]
     return out
-
-
-def _default_corpus() -> Corpus:
-    from spadework.default_corpus import load_default_corpus
-
-    return load_default_corpus()

@@ -1,0 +1,110 @@
+"""The records the loop's stages pass each other, and the protocols of the live parts it drives.
+
+``RunContext`` holds the run's live parts (archive, sandbox, policy, learner, sync); a stage
+returns a ``StageResult`` (figures, the ``Plan`` after it, its archive writes); an iteration
+ends as one ``IterationMetrics`` line. Kept apart from ``loop.py`` so that the loop reads as the
+stages and their order only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from spadework.archive import Archive
+from spadework.config import RunConfig
+from spadework.corpus import Corpus
+from spadework.policy.base import Policy
+from spadework.progress import Progress, Silent
+from spadework.train.batch import Sample
+from spadework.train.sync import WeightSync
+
+
+class EnvSandbox(Protocol):
+    """Where environment code runs (:class:`spadework.sandbox.Sandbox`)."""
+
+    def load(self, code: str, *, max_turns: int, class_name: str | None = None) -> Any: ...
+
+
+class Trainer(Protocol):
+    """What the loop needs of a learner (:class:`spadework.train.Learner`)."""
+
+    def step(self, samples: Sequence[Sample]) -> dict[str, Any]: ...
+
+    def save(self, directory: str | Path) -> Path: ...
+
+    def load(self, directory: str | Path) -> None: ...
+
+
+@dataclass
+class RunContext:
+    """The live parts of a run (not a record: it holds the archive, sandbox, policy and learner).
+
+    ``corpus()`` loads the grounding corpus on first use; ``sync`` moves the learner's weights
+    to the sampler after each update; ``trained_through`` is the last iteration the learner's
+    loaded checkpoint includes.
+    """
+
+    cfg: RunConfig
+    run_dir: Path
+    archive: Archive
+    policy: Policy
+    sandbox: EnvSandbox
+    learner: Trainer | None = None
+    sync: WeightSync | None = None
+    corpus: Callable[[], Corpus] = field(default=lambda: default_corpus())
+    progress: Progress = field(default_factory=Silent)
+    trained_through: int = -1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one iteration's stages hand each other: whether the designer ran and what it
+    accepted (``fresh``), the environments to play (``pool``) and their hints (env id -> hint,
+    None for an env's own per-instance hint() or none)."""
+
+    iteration: int
+    regenerated: bool = False
+    fresh: tuple[str, ...] = ()
+    pool: tuple[str, ...] = ()
+    hints: tuple[tuple[str, str | None], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"iteration": self.iteration, "regenerated": self.regenerated,
+                "fresh": list(self.fresh), "pool": list(self.pool), "hints": dict(self.hints)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Plan:
+        return cls(int(d["iteration"]), bool(d.get("regenerated", False)),
+                   tuple(d.get("fresh", ())), tuple(d.get("pool", ())),
+                   tuple((k, v) for k, v in (d.get("hints") or {}).items()))
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What a stage returns: its figures (stored with its completion record, summarised into the
+    iteration's metrics), the plan after it, and its archive writes (run in the stage's
+    transaction)."""
+
+    figures: dict[str, Any]
+    plan: Plan
+    write: Callable[[Archive], None] = lambda archive: None
+
+
+@dataclass(frozen=True)
+class IterationMetrics:
+    """One line of ``metrics.jsonl``: what an iteration did, by stage."""
+
+    iteration: int
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"iteration": self.iteration, **self.values}
+
+
+def default_corpus() -> Corpus:
+    from spadework.default_corpus import load_default_corpus
+
+    return load_default_corpus()
