@@ -490,7 +490,7 @@ def design_cmd(
 
 
 eval_app = typer.Typer(help="Held-out benchmarks: evaluate a model or checkpoint, compare two runs.",
-                       invoke_without_command=True)
+                       invoke_without_command=True, rich_markup_mode=None)
 app.add_typer(eval_app, name="eval")
 
 

@@ -27,6 +27,10 @@ from spadework.seeding import episode_seed
 from spadework.types import CheckReport, env_id_of
 from tests.env.fuzz_replies import FuzzCase, fuzz_case
 
+# mutants often hold escapes like '\s' that compile with a DeprecationWarning; that is the
+# mutant's business, not a warning for the person running the tests
+pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
+
 #: The runtime stages as a run uses them, except fewer determinism seeds and trivial episodes:
 #: neither is what this test measures, and they are most of a check's time. The solvable stage
 #: keeps its default, the budget is small so that a hanging mutant costs little.
