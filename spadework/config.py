@@ -143,6 +143,9 @@ def _paper(size: str) -> RunConfig:
         learner=TrainConfig(lr=1e-6, weight_decay=0.1, betas=(0.9, 0.98), clip_low=0.2,
                             clip_high=0.28, tis_cap=2.0, kl_coef=0.0, lora=False,
                             micro_batch_size=1),
+        # the reference's in-loop math evaluation (AIME, n=32, T=0.7, top-p 0.8, top-k 20), which
+        # its games recipes leave effectively off (--eval-interval 100000): set [eval] every
+        eval=EvalConfig(every=0, suites=("math",), preset="paper-inloop"),
     )
 
 

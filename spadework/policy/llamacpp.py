@@ -20,8 +20,14 @@ How it keeps the Policy contract:
 - **Many conversations at once**: continuous batching. Up to ``max_batch_size`` rows decode
   together, each its own llama.cpp sequence; a finished row frees its sequence and the next
   waiting row's prompt is prefilled in the same ``llama_decode`` as the others' next tokens.
-- The KV cache is sized to the call (grown, never shrunk): ``rows x (longest prompt + budget)``
-  cells. ``kv_type`` ``"f16"`` (default) or ``"f32"``; attention runs as flash attention.
+- The KV cache is sized to the call (grown, never shrunk, doubling): ``rows x (longest prompt
+  + budget)`` cells. ``kv_type`` ``"f16"`` (default) or ``"f32"``; attention runs as flash
+  attention.
+- **Prefixes are reused across calls.** A finished row's cells stay in its sequence; the next
+  call gives each prompt the free sequence holding the longest common prefix and prefills only
+  the rest. A multi-turn episode's next prompt is its previous prompt plus the reply and the new
+  observation, so each turn prefills tens of tokens, not the whole conversation again. Changing
+  the adapter (a weight sync), growing the context and a failed call drop every cached prefix.
 
 Precision, and the off-policy figure it gives (``tests/policy/test_llamacpp.py``): by default
 the engine samples from a BF16 copy of the GGUF's dequantised weights
@@ -131,6 +137,8 @@ class LlamaCppPolicy:
                               "architecture this llama.cpp build does not know)")
         self._ctx: Any = None
         self._ctx_shape = (0, 0)  # (sequences, cells per sequence) of the live context
+        self._kv: dict[int, list[int]] = {}  # sequence -> the tokens its KV cells hold
+        self.reused_tokens = 0  # prompt tokens served from cached prefixes, not recomputed
         self._adapter: Any = None
         vocab = self._ll.llama_model_get_vocab(self._model)
         self.n_vocab = int(self._ll.llama_vocab_n_tokens(vocab))
@@ -208,6 +216,7 @@ class LlamaCppPolicy:
             if self._model is None:
                 raise PolicyError("this LlamaCppPolicy was closed")
             self._ensure_context(1, len(seq))
+            self._forget()
             batch = self._ll.llama_batch_init(len(seq), 0, 1)
             try:
                 self._submit(batch, [(t, k, 0, k >= first and k < len(seq) - 1)
@@ -266,7 +275,32 @@ class LlamaCppPolicy:
 
     # -- internals -------------------------------------------------------------------------
 
+    def _forget(self) -> None:
+        """Drop every cached prefix (the weights changed, or a call failed half-way)."""
+        if self._ctx is not None:
+            self._ll.llama_memory_clear(self._ll.llama_get_memory(self._ctx), True)
+        self._kv = {}
+
+    def _claim(self, mem: Any, free: list[int], prompt: list[int]) -> tuple[int, int]:
+        """Take the free sequence whose cached tokens share the longest prefix with ``prompt``
+        (at most all but its last token, whose logits are needed), drop its cells past that
+        prefix; returns (sequence, tokens reused)."""
+        def shared(seq: int) -> int:
+            held, n = self._kv.get(seq, ()), 0
+            limit = min(len(held), len(prompt) - 1)
+            while n < limit and held[n] == prompt[n]:
+                n += 1
+            return n
+
+        best = max(free, key=shared)
+        free.remove(best)
+        reused = shared(best)
+        self._ll.llama_memory_seq_rm(mem, best, reused, -1)
+        self._kv[best] = list(prompt)
+        return best, reused
+
     def _apply_adapter(self) -> None:
+        self._forget()  # cached keys and values were computed with the old weights
         ll = self._ll
         if self._adapter is None:
             rc = ll.llama_set_adapters_lora(self._ctx, None, 0, None)
@@ -278,16 +312,19 @@ class LlamaCppPolicy:
             raise PolicyError(f"llama.cpp refused to set the LoRA adapter (code {rc})")
 
     def _ensure_context(self, n_seq: int, cells: int) -> None:
-        """A context for ``n_seq`` sequences of ``cells`` KV cells each (grown, never shrunk)."""
+        """A context for ``n_seq`` sequences of ``cells`` KV cells each (grown, never shrunk; a
+        context that fits is kept with its cached prefixes, see :meth:`_claim`)."""
         have_seq, have_cells = self._ctx_shape
         if self._ctx is not None and have_seq >= n_seq and have_cells >= cells:
-            self._ll.llama_memory_clear(self._ll.llama_get_memory(self._ctx), True)
             return
         ll = self._ll
         if self._ctx is not None:
             ll.llama_free(self._ctx)
             self._ctx = None
-        n_seq, cells = max(n_seq, have_seq), max(cells, have_cells)
+        self._kv = {}
+        # twice what is asked when growing, so that conversations growing turn by turn
+        # recreate the context (and lose the cached prefixes) a few times, not at every turn
+        n_seq, cells = max(n_seq, have_seq), max(cells, 2 * have_cells)
         cells = min(-(-cells // 256) * 256, self._context)
         p = ll.llama_context_default_params()
         p.n_ctx = n_seq * cells
@@ -319,10 +356,11 @@ class LlamaCppPolicy:
         rows = [DecodeRow(b) for b in budgets]
         gens = [torch.Generator().manual_seed(s) for s in seeds]
         waiting = deque(sorted(range(len(prompts)), key=lambda r: len(prompts[r])))
-        free = list(range(n_seq - 1, -1, -1))
+        free = list(range(self._ctx_shape[0]))
         seq_of: dict[int, int] = {}
         active: list[int] = []  # rows with a sampled token not yet fed
         batch = ll.llama_batch_init(self._ctx_shape[0] * self._ctx_shape[1], 0, 1)
+        ok = False
         try:
             while waiting or active:
                 entries: list[tuple[int, int, int, bool]] = []  # token, pos, seq, wants logits
@@ -332,13 +370,16 @@ class LlamaCppPolicy:
                     pos = len(prompts[r]) + len(rows[r].ids) - 1
                     at.append(len(entries))
                     entries.append((rows[r].ids[-1], pos, seq_of[r], True))
+                    self._kv[seq_of[r]].append(rows[r].ids[-1])
                     outs.append(r)
                 while waiting and free:
                     r = waiting.popleft()
-                    seq_of[r] = free.pop()
+                    seq_of[r], reused = self._claim(mem, free, prompts[r])
+                    self.reused_tokens += reused
                     last = len(prompts[r]) - 1
-                    at.append(len(entries) + last)
-                    entries += [(t, k, seq_of[r], k == last) for k, t in enumerate(prompts[r])]
+                    at.append(len(entries) + last - reused)
+                    entries += [(prompts[r][k], k, seq_of[r], k == last)
+                                for k in range(reused, len(prompts[r]))]
                     outs.append(r)
                 self._submit(batch, entries)
                 logits = np.stack([self._logits_at(i) for i in at])
@@ -347,13 +388,15 @@ class LlamaCppPolicy:
                 active = []
                 for r, tok, lp in zip(outs, tokens.tolist(), lps.tolist()):
                     rows[r].push(tok, lp, self, params.stop)
-                    if rows[r].finished:
-                        ll.llama_memory_seq_rm(mem, seq_of[r], -1, -1)
+                    if rows[r].finished:  # its cells stay: the next turn's prompt starts with them
                         free.append(seq_of.pop(r))
                     else:
                         active.append(r)
+            ok = True
         finally:
             ll.llama_batch_free(batch)
+            if not ok:
+                self._forget()
         done = [row.completion(p, self, params.stop) for row, p in zip(rows, prompts)]
         return [Completion(text=c.text, prompt_ids=c.prompt_ids, output_ids=c.output_ids,
                            logprobs=c.logprobs, finish_reason=c.finish_reason,

@@ -122,6 +122,29 @@ def test_more_rows_than_slots_are_batched_continuously(engine):
     assert _shared(other, many) < 0.35  # what rows seeded by their batch position would share
 
 
+def test_a_next_turn_reuses_the_cached_prefix_and_scores_as_a_fresh_prefill(engine):
+    """A multi-turn episode's next prompt extends its last one: the engine prefills only the new
+    tokens (the rest is served from the row's cached cells), and the logprobs it reports match a
+    fresh teacher-forced pass over the whole prompt within the precision tolerances. A weight
+    change (set_lora) drops the cache."""
+    params = SamplingParams(temperature=1.0, max_tokens=6, seed=11)
+    first = engine.generate_ids([[100 + (7 * i + 13 * k) % 5000 for k in range(300)] for i in range(3)],
+                                params)
+    turns = [list(c.prompt_ids) + list(c.output_ids) + [200 + i] * 15 for i, c in enumerate(first)]
+    before = engine.reused_tokens
+    second = engine.generate_ids(turns, params)
+    # each row reuses its own prompt and every fed reply token (the last one sampled is not fed)
+    assert engine.reused_tokens - before == sum(
+        len(c.prompt_ids) + len(c.output_ids) - 1 for c in first)
+    gaps = [abs(a - b) for t, c in zip(turns, second)
+            for a, b in zip(engine.score(t, c.output_ids, 1.0), c.logprobs)]
+    assert sum(gaps) / len(gaps) < GAP_TOL and max(gaps) < TOKEN_TOL
+    engine.set_lora(None)
+    before = engine.reused_tokens
+    engine.generate_ids(turns, params)
+    assert engine.reused_tokens == before  # nothing cached survives a weight change
+
+
 def test_max_tokens_and_stop_strings(engine):
     long = engine.chat(["Count from 1 to 50."], SamplingParams(temperature=0, max_tokens=5))[0]
     assert long.finish_reason == "length" and len(long.output_ids) == 5
