@@ -28,7 +28,7 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     >>> nice_ticks(0, 1)
     [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
     >>> nice_ticks(3, 3)
-    [2.5, 3.0, 3.5]
+    [2.6, 2.8, 3.0, 3.2, 3.4]
     """
     if hi < lo:
         lo, hi = hi, lo
