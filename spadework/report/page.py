@@ -179,11 +179,11 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, *,
     start = time.monotonic()
     run_dir = Path(run_dir)
     out = Path(out) if out is not None else run_dir / "report.html"
-    if out.exists() and out.is_dir():
-        raise ConfigError(f"--out {out} is a directory; give a file name, e.g. {out / 'report.html'}")
-    if not out.parent.is_dir():
-        raise ConfigError(f"--out {out}: its folder {out.parent} does not exist")
     with open_run(run_dir) as archive:
+        if out.is_dir():
+            raise ConfigError(f"--out {out} is a directory; give a file name, e.g. {out / 'report.html'}")
+        if not out.parent.is_dir():
+            raise ConfigError(f"--out {out}: its folder {out.parent} does not exist")
         data = collect(archive, run_dir)
         chunks, embedded = page_chunks(archive, data, k)
     html = render(data, chunks, live=False, k=k)
