@@ -115,10 +115,22 @@ def hint_source(code: str, stored_hint: str | None) -> str:
     return "policy" if stored_hint else "none"
 
 
-def env_detail(archive: Archive, env_id: str, *, k: int | None) -> dict[str, Any]:
+def children_of(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each parent's mutated children (id, class, status) from the table's rows, in one pass
+    (``envs.parent_id`` has no index: a query per page would scan the table each time)."""
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r["parent"]:
+            out[r["parent"]].append({"id": r["id"], "cls": r["cls"], "status": r["status"]})
+    return out
+
+
+def env_detail(archive: Archive, env_id: str, *, k: int | None,
+               children: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """One environment's page: fields, code, hint and its source, check report stage by stage,
     lineage, grounding document, play history, the designer attempts that wrote it, and its
-    episodes (at most ``k`` chosen by :func:`chosen_episodes`; all when ``k`` is None)."""
+    episodes (at most ``k`` chosen by :func:`chosen_episodes`; all when ``k`` is None).
+    ``children`` (:func:`children_of`) saves a scan per page when building many."""
     (r,) = archive.query("SELECT * FROM envs WHERE env_id = ?", (env_id,)) or [None]
     if r is None:
         raise ArchiveError(f"no environment {env_id[:12]} in the archive")
@@ -134,9 +146,9 @@ def env_detail(archive: Archive, env_id: str, *, k: int | None) -> dict[str, Any
     attempts = [dict(a) for a in archive.query(
         "SELECT iteration, slot, attempt, outcome, reason, reward, finish_reason, trained_iteration "
         "FROM attempts WHERE env_id = ? ORDER BY iteration, slot, attempt", (env_id,))]
-    kids = [dict(c) for c in archive.query(
-        "SELECT env_id AS id, class_name AS cls, status FROM envs WHERE parent_id = ? ORDER BY iteration, env_id",
-        (env_id,))]
+    kids = children.get(env_id, []) if children is not None else [dict(c) for c in archive.query(
+        "SELECT env_id AS id, class_name AS cls, status FROM envs WHERE parent_id = ? "
+        "ORDER BY iteration, created_at, env_id", (env_id,))]
     heads = episode_heads(archive, env_id)
     chosen = heads if k is None else chosen_episodes(heads, k)
     return {

@@ -23,7 +23,7 @@ from typing import Any
 
 from spadework.archive import Archive
 from spadework.report.charts import curves, eval_curves, funnel_charts, win_rate_charts
-from spadework.report.collect import RunData, collect, env_detail, open_run
+from spadework.report.collect import RunData, children_of, collect, env_detail, open_run
 
 #: Environments per compressed chunk of page data.
 CHUNK = 200
@@ -158,8 +158,9 @@ def render(data: RunData, chunks: Iterable[str], *, live: bool, k: int | None) -
 def page_chunks(archive: Archive, data: RunData, k: int | None) -> tuple[list[str], int]:
     """The packed environment pages in table order, and how many episodes they embed."""
     out, embedded, batch = [], 0, []
+    kids = children_of(data.rows)
     for row in data.rows:
-        d = env_detail(archive, row["id"], k=k)
+        d = env_detail(archive, row["id"], k=k, children=kids)
         embedded += sum((p["hint"] is not None) + (p["no_hint"] is not None) for p in d["episodes"])
         batch.append(d)
         if len(batch) == CHUNK:
