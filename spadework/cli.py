@@ -367,7 +367,8 @@ def run_cmd(
     preset: _Preset = typer.Option(None, "--preset", help="The run preset (default: the config "
                                    "file's preset, else cpu)."),
     config: Path = typer.Option(None, "--config", help="A TOML file over the preset: top-level "
-                                "settings and tables play, reward, design, curriculum, learner. "
+                                "settings and tables play, reward, design, curriculum, learner, eval, "
+                                "log (TensorBoard, W&B). "
                                 "Flags beat the file, which beats the preset."),
     run_dir: Path = typer.Option(None, help="Archive, metrics.jsonl and checkpoints go here "
                                  "(default: runs/PRESET-UTCTIME, a new one each run)."),
