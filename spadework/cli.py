@@ -417,6 +417,9 @@ def run_cmd(
         typer.echo(json.dumps({k: d.get(k) for k in ("iteration", "losses", "rewards",
                                                      "agent_format_share", "validity_funnel",
                                                      "statuses", "band_share", "mean_regret")}))
+    from spadework.report.terminal import run_summary
+
+    typer.echo("\n".join(run_summary([m.to_dict() for m in out], str(run_dir))))
     typer.echo(f"done: {run_dir}/metrics.jsonl, {run_dir}/archive.sqlite")
 
 

@@ -334,3 +334,19 @@ def test_cli_writes_the_file_and_says_what_is_wrong_in_one_line(run_dir, tmp_pat
         assert r.stderr.startswith("error: ") and says in r.stderr and r.stderr.count("\n") == 1, r.stderr
     r = _cli(str(run_dir), "--episodes", "-1")
     assert r.returncode == 2
+
+
+def test_run_summary_sparklines_follow_the_metrics(run_dir):
+    from spadework.report.terminal import BLOCKS, run_summary
+
+    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    out = run_summary(lines, str(run_dir))
+    row = next(x for x in out if x.strip().startswith("agent return, unhinted"))
+    spark, first_last = row.split("  ")[-2:]
+    ys = [m["agent_return"]["no_hint"] for m in lines]
+    assert len(spark) == len(ys) and all(c in BLOCKS for c in spark)
+    assert spark[ys.index(max(ys))] == BLOCKS[-1] and spark[ys.index(min(ys))] == BLOCKS[0]
+    assert first_last == f"{ys[0]:.3g} -> {ys[-1]:.3g}"
+    attempts = sum(v for m in lines for k, v in m["validity_funnel"].items() if k != "total")
+    assert any(x.strip().startswith(f"designs: {attempts} attempts") for x in out)
+    assert out[-1].endswith(f"spadework report {run_dir}")
