@@ -367,7 +367,8 @@ def run_cmd(
     preset: _Preset = typer.Option(None, "--preset", help="The run preset (default: the config "
                                    "file's preset, else cpu)."),
     config: Path = typer.Option(None, "--config", help="A TOML file over the preset: top-level "
-                                "settings and tables play, reward, design, curriculum, learner. "
+                                "settings and tables play, reward, design, curriculum, learner, eval, "
+                                "log (TensorBoard, W&B). "
                                 "Flags beat the file, which beats the preset."),
     run_dir: Path = typer.Option(None, help="Archive, metrics.jsonl and checkpoints go here "
                                  "(default: runs/PRESET-UTCTIME, a new one each run)."),
@@ -416,7 +417,48 @@ def run_cmd(
         typer.echo(json.dumps({k: d.get(k) for k in ("iteration", "losses", "rewards",
                                                      "agent_format_share", "validity_funnel",
                                                      "statuses", "band_share", "mean_regret")}))
+    from spadework.report.terminal import run_summary
+
+    typer.echo("\n".join(run_summary([m.to_dict() for m in out], str(run_dir))))
     typer.echo(f"done: {run_dir}/metrics.jsonl, {run_dir}/archive.sqlite")
+
+
+@app.command("report")
+def report_cmd(
+    run_dir: Path = typer.Argument(..., help="The run's folder (archive.sqlite, metrics.jsonl)."),
+    out: Path = typer.Option(None, "--out", help="The HTML file to write (default RUN_DIR/report.html)."),
+    episodes: int = typer.Option(None, "--episodes", min=0, help="Episodes embedded per environment "
+                                 "(default 2: one seed, both arms); --serve shows all."),
+    serve: bool = typer.Option(False, "--serve", help="Serve the pages on 127.0.0.1 instead, "
+                               "refreshed as iterations land (Ctrl-C stops)."),
+    port: int = typer.Option(8765, "--port", min=0, max=65535, help="The port --serve listens on."),
+) -> None:
+    """One self-contained HTML file: curves per iteration, win rates, design funnel, and the
+    archive browser with each environment's page (nothing is fetched when it opens)."""
+    from spadework.errors import ArchiveError, ConfigError
+    from spadework.report import DEFAULT_EPISODES, build_report
+
+    if serve:
+        from spadework.report.serve import ReportServer
+
+        with _reported(ArchiveError):
+            try:
+                server = ReportServer(run_dir, port)
+            except OSError as e:
+                raise ConfigError(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}; "
+                                  "choose another --port") from e
+        typer.echo(f"serving {run_dir} at {server.url} (Ctrl-C stops)")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+        return
+    with _reported(ArchiveError, ConfigError):
+        s = build_report(run_dir, out, k=DEFAULT_EPISODES if episodes is None else episodes)
+    typer.echo(f"wrote {s.path} ({s.bytes / 1e6:.2f} MB: {s.iterations} iterations, {s.envs} "
+               f"environments, {s.episodes_embedded} of {s.episodes_total} episodes) in {s.seconds:.1f} s")
 
 
 @app.command()

@@ -58,7 +58,10 @@ def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
     between them, then run the loop."""
     from spadework.loop import run
 
+    from spadework.loggers import check_available
+
     check_run_dir(run_dir, resume=resume)
+    check_available(cfg.log)  # a logger asked for but not installed fails before a model loads
     if policy_factory is None:
         from spadework.policy.registry import check_model
 

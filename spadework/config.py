@@ -22,6 +22,7 @@ from spadework.designer.run import DesignConfig
 from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
 from spadework.evaluate.inrun import EvalConfig
+from spadework.loggers import LogConfig
 from spadework.policy.load import BACKENDS
 from spadework.reward import RewardConfig
 from spadework.rollout import PlayConfig
@@ -60,6 +61,7 @@ class RunConfig:
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     learner: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    log: LogConfig = field(default_factory=LogConfig)
 
     def __post_init__(self) -> None:
         for name in ("iterations", "plays", "checkpoint_every", "policy_batch"):
@@ -163,7 +165,7 @@ def preset(name: str) -> RunConfig:
 
 
 PRESETS = ("smoke", "cpu", "paper-4b", "paper-30b")
-_SECTIONS = ("design", "play", "reward", "curriculum", "learner", "eval")
+_SECTIONS = ("design", "play", "reward", "curriculum", "learner", "eval", "log")
 
 
 def _check_type(where: str, name: str, value: Any, kind: Any) -> Any:

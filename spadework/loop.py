@@ -28,6 +28,7 @@ the pool (after it is chosen), not for every design, because only played environ
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -335,6 +336,7 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
     ConfigError when ``run_dir`` holds a run and ``resume`` is false, or the other way round.
     """
     from spadework.library import checked_starters
+    from spadework.loggers import open_loggers
     from spadework.sandbox import Limits, Sandbox
     from spadework.train.checkpoint import latest_checkpoint
 
@@ -365,5 +367,14 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
                 if ctx.sync is not None:
                     ctx.sync.push(ctx.learner)
                 progress.stage("setup", f"learner restored from {latest[1].name}")
-            out = [run_iteration(ctx, i) for i in range(start, cfg.iterations)]
+            loggers = open_loggers(cfg.log, run_dir, dataclasses.asdict(cfg))
+            try:
+                out = []
+                for i in range(start, cfg.iterations):
+                    out.append(run_iteration(ctx, i))
+                    for lg in loggers:  # TensorBoard / W&B when [log] asks
+                        lg.log(i, out[-1].to_dict())
+            finally:
+                for lg in loggers:
+                    lg.close()
     return out

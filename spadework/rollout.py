@@ -212,6 +212,7 @@ class _Live:
             status=self.status or "truncated",
             error=self.error,
             seconds=time.monotonic() - self.started,
+            opening=self.messages[0]["content"] if self.messages else "",
         )
 
 

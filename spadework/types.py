@@ -129,6 +129,9 @@ class Episode:
 
     ``seed`` is the instance: both arms play the same seeds (see ``spadework.seeding``).
     ``status`` is one of :data:`EPISODE_STATUSES`; ``error`` says why when it is not a normal end.
+    ``opening`` is the first message the agent saw: the instance's first observation, with the
+    hint in the hinted arm (empty when the episode ended before it, or was archived before
+    schema v4 kept it).
     """
 
     env_id: str
@@ -142,6 +145,7 @@ class Episode:
     status: str
     error: str = ""
     seconds: float = 0.0
+    opening: str = ""
 
     @property
     def format_share(self) -> float:

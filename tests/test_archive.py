@@ -21,6 +21,7 @@ from spadework.archive import (
     Archive,
     DesignAttempt,
     EnvRecord,
+    GroundingDocument,
     archive_path,
     export_envs,
 )
@@ -60,7 +61,8 @@ def episode(env_id: str, arm: str = "hint", play: int = 0, turns: int = 2, win: 
     ts = tuple(turn(i) for i in range(turns))
     return Episode(env_id=env_id, arm=arm, play_index=play, seed=12345 + play, turns=ts,
                    rewards=tuple(t.reward for t in ts[:-1]) + ((1.0 if win else 0.0),),
-                   terminated=True, truncated=False, status="completed", seconds=0.75)
+                   terminated=True, truncated=False, status="completed", seconds=0.75,
+                   opening=f"Guess the number.\n({arm} arm, play {play})")
 
 
 def attempt(it: int, slot: int, env_id: str | None = None, **kw) -> DesignAttempt:
@@ -217,6 +219,50 @@ def test_v2_turns_get_parsed_backfilled_and_no_sampling_record(tmp_path: Path) -
         (ep,) = a.episodes()
         assert [t.parsed for t in ep.turns] == [True, False]
         assert [t.sampling for t in ep.turns] == [None, None]
+
+
+
+def test_v3_archive_keeps_everything_and_gets_its_documents_from_the_stored_prompts(tmp_path: Path) -> None:
+    """Schema v4 stores the grounding document a design read and each episode's opening
+    message. A v3 archive loses nothing: its documents are recovered from the ``<document>``
+    block of the stored design prompts, its excerpts stay, its episodes read back unchanged
+    with an empty opening."""
+    from spadework.types import env_id_of
+
+    code = code_of("TideEnv")
+    p = tmp_path / "a.sqlite"
+    conn = sqlite3.connect(p, isolation_level=None)
+    migrate(conn, str(p), target=3)
+    conn.execute("INSERT INTO envs (env_id, code, class_name, setting, skill, origin, doc_id, "
+                 "doc_excerpt, iteration, status, created_at) VALUES (?, ?, 'TideEnv', 'games', 's', "
+                 "'designed', 'Tides', 'Tides rise', 0, 'accepted', 1.0)", (env_id_of(code), code))
+    prompt = json.dumps([{"role": "system", "content": "design"},
+                         {"role": "user", "content": "Read.\n<document>\nTides rise twice a day.\n"
+                          "The moon pulls.\n</document>\nWrite it."}])
+    for slot, (doc, msgs) in enumerate([("Tides", prompt), ("Lost", "[]"), (None, prompt)]):
+        conn.execute("INSERT INTO attempts (iteration, slot, attempt, skill, setting, doc_id, messages, "
+                     "reply, finish_reason, outcome, reason, memory_ids, created_at) VALUES "
+                     "(0, ?, 0, 's', 'games', ?, ?, 'r', 'stop', 'accepted', '', '[]', 1.0)",
+                     (slot, doc, msgs))
+    conn.execute("INSERT INTO episodes (iteration, env_id, arm, play_index, seed, rewards, terminated, "
+                 "truncated, status, error, seconds, n_turns) VALUES (0, ?, 'hint', 0, 7, NULL, 1, 0, "
+                 "'completed', '', 0.5, 0)", (env_id_of(code),))
+    conn.close()
+    with Archive.open(p) as a:
+        assert (a.migrated_from, a.schema_version) == (3, SCHEMA_VERSION)
+        doc = a.document("Tides")
+        assert doc.text == "Tides rise twice a day.\nThe moon pulls." and doc.title is None
+        assert a.document("Lost") is None  # no prompt to recover it from: the excerpt stays
+        rec = a.get_env(env_id_of(code))
+        assert (rec.doc_id, rec.doc_excerpt) == ("Tides", "Tides rise")
+        (ep,) = a.episodes()
+        assert (ep.seed, ep.status, ep.opening) == (7, "completed", "")
+        assert len(a.attempts()) == 3
+        new = GroundingDocument("Moon", "The moon is a satellite.", "Moon")
+        assert a.add_document(new) and not a.add_document(GroundingDocument("Moon", "other"))
+        assert a.document("Moon") == new
+    with sqlite3.connect(tmp_path / "a.sqlite.v3.bak") as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 # round trips ----------------------------------------------------------------------------------------

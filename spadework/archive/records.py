@@ -174,6 +174,16 @@ class EnvRecord:
 
 
 @dataclass(frozen=True)
+class GroundingDocument:
+    """A corpus document as the designer read it: ``text`` is what its prompt held (the
+    document cut to the design config's word budget), ``title`` the corpus's title if any."""
+
+    doc_id: str
+    text: str
+    title: str | None = None
+
+
+@dataclass(frozen=True)
 class EnvStats:
     """How an environment has played: totals over all iterations, rates from the latest one.
 

@@ -31,7 +31,7 @@ ATTEMPT_COLUMNS = ("iteration", "slot", "attempt", "skill", "setting", "doc_id",
                    "temperature", "top_p", "top_k")
 
 EPISODE_COLUMNS = ("iteration", "env_id", "arm", "play_index", "seed", "rewards", "terminated",
-                   "truncated", "status", "error", "seconds", "n_turns")
+                   "truncated", "status", "error", "seconds", "n_turns", "opening")
 
 TURN_COLUMNS = ("iteration", "env_id", "arm", "play_index", "turn_index", "prompt_shared", "prompt_ids",
                 "output_ids", "logprobs", "text", "action", "observation", "reward",
@@ -130,7 +130,8 @@ def episode_rows(iteration: int, ep: Episode) -> tuple[tuple, list[tuple]]:
     it shares with the previous turn's prompt plus the ids after those."""
     key = (iteration, ep.env_id, ep.arm, ep.play_index)
     head = (*key, ep.seed, pack_floats(ep.rewards), int(bool(ep.terminated)),
-            int(bool(ep.truncated)), ep.status, ep.error, float(ep.seconds), len(ep.turns))
+            int(bool(ep.truncated)), ep.status, ep.error, float(ep.seconds), len(ep.turns),
+            ep.opening)
     turns, prev = [], ()
     for i, t in enumerate(ep.turns):
         k = shared_prefix(prev, t.prompt_ids)
@@ -166,7 +167,8 @@ def episode_from_rows(head: sqlite3.Row, turns: Sequence[sqlite3.Row]) -> Episod
     return Episode(env_id=head["env_id"], arm=head["arm"], play_index=head["play_index"],
                    seed=head["seed"], turns=tuple(ts), rewards=unpack_floats(head["rewards"]),
                    terminated=bool(head["terminated"]), truncated=bool(head["truncated"]),
-                   status=head["status"], error=head["error"], seconds=head["seconds"])
+                   status=head["status"], error=head["error"], seconds=head["seconds"],
+                   opening=head["opening"])
 
 
 def placeholders(columns: tuple[str, ...]) -> str:

@@ -23,11 +23,18 @@ Versions:
    ``turns.parsed``, whether the host parsed a well-formed action from the reply, backfilled by
    parsing the stored replies once; ``envs.benchmarks``, the benchmark tasks a design's name or
    docstring matches (comma-separated; empty for rows written before).
+4. what a reader of a run needs that was kept only in part: ``documents`` (a grounding
+   document as the designer read it: id, title, the text placed in its prompt; rows are
+   backfilled from the ``<document>`` block of the stored design prompts, so nothing an old
+   archive holds is lost, and an id whose prompt is not stored keeps its excerpt on ``envs``);
+   ``episodes.opening``, the first message the agent saw (the observation, with the hint in the
+   hinted arm; empty for episodes written before).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +42,7 @@ from pathlib import Path
 from spadework.errors import ArchiveError
 
 #: The schema version this code writes. Bump it only by appending a step to ``STEPS``.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: ``PRAGMA application_id`` of a spadework archive ("SPDW").
 APPLICATION_ID = 0x53504457
@@ -197,8 +204,42 @@ def _step_3(conn: sqlite3.Connection) -> None:
                      [(int(parse_action(text, setting).ok), rowid) for rowid, text, setting in rows])
 
 
+_DOCUMENT_BLOCK = re.compile(r"<document>\n(.*?)\n</document>", re.S)
+
+
+def document_in_prompt(messages_json: str) -> str | None:
+    r"""The text of the ``<document>`` block of a stored design prompt (JSON list of messages),
+    or None when it has none (a mutation or repair prompt).
+
+    >>> document_in_prompt('[{"role": "user", "content": "Read.\\n<document>\\nTides rise.\\n</document>"}]')
+    'Tides rise.'
+    """
+    try:
+        messages = json.loads(messages_json)
+    except ValueError:
+        return None
+    for m in messages if isinstance(messages, list) else ():
+        found = _DOCUMENT_BLOCK.search(str(m.get("content", ""))) if isinstance(m, dict) else None
+        if found:
+            return found.group(1)
+    return None
+
+
+def _step_4(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE documents (doc_id TEXT PRIMARY KEY, title TEXT, text TEXT NOT NULL, "
+                 "created_at REAL NOT NULL)")
+    conn.execute("ALTER TABLE episodes ADD COLUMN opening TEXT NOT NULL DEFAULT ''")
+    rows = conn.execute("SELECT doc_id, messages, created_at FROM attempts WHERE doc_id IS NOT NULL "
+                        "ORDER BY iteration, slot, attempt").fetchall()
+    for doc_id, messages, created in rows:
+        text = document_in_prompt(messages)
+        if text is not None:
+            conn.execute("INSERT INTO documents (doc_id, title, text, created_at) VALUES (?, NULL, ?, ?) "
+                         "ON CONFLICT(doc_id) DO NOTHING", (doc_id, text, created))
+
+
 #: ``STEPS[i]`` upgrades version ``i`` to ``i + 1``.
-STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (_step_1, _step_2, _step_3)
+STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (_step_1, _step_2, _step_3, _step_4)
 assert len(STEPS) == SCHEMA_VERSION
 
 

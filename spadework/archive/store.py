@@ -39,6 +39,7 @@ from spadework.archive.records import (
     DesignAttempt,
     EnvRecord,
     EnvStats,
+    GroundingDocument,
     IterationRecord,
     MemoryNegative,
     MemoryPositive,
@@ -332,6 +333,20 @@ class Archive:
     def env_stats(self, env_id: str) -> EnvStats | None:
         rows = self.query("SELECT * FROM env_stats WHERE env_id = ?", (env_id,))
         return R.stats_from_row(rows[0]) if rows else None
+
+    # -- grounding documents -------------------------------------------------------------------
+
+    def add_document(self, doc: GroundingDocument) -> bool:
+        """Keep a grounding document as the designer read it, once per ``doc_id`` (the first
+        stored text stays); True if it was new."""
+        sql = ("INSERT INTO documents (doc_id, title, text, created_at) VALUES (?, ?, ?, ?) "
+               "ON CONFLICT(doc_id) DO NOTHING")
+        with self.transaction():
+            return self._exec(sql, (doc.doc_id, doc.title, doc.text, time.time())).rowcount == 1
+
+    def document(self, doc_id: str) -> GroundingDocument | None:
+        rows = self.query("SELECT doc_id, title, text FROM documents WHERE doc_id = ?", (doc_id,))
+        return GroundingDocument(rows[0]["doc_id"], rows[0]["text"], rows[0]["title"]) if rows else None
 
     # -- designer attempts (the designer buffer) ----------------------------------------------
 

@@ -22,10 +22,10 @@ environment is added to it at once, so two slots can never accept the same envir
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from spadework.archive.records import ACCEPTED, DesignAttempt, EnvRecord
+from spadework.archive.records import ACCEPTED, DesignAttempt, EnvRecord, GroundingDocument
 from spadework.corpus import truncate_words
 from spadework.designer.credit import trained_at_birth
 from spadework.designer.judge import Judgement, judge_reply
@@ -171,6 +171,7 @@ class _Request:
     doc_id: str | None
     doc_excerpt: str | None
     memory_ids: tuple[str, ...]
+    document: GroundingDocument | None = None
 
 
 class DesignRun:
@@ -201,8 +202,8 @@ class DesignRun:
                 failed = [(req, text, j) for req, text, j in done if j.outcome != ACCEPTED]
                 if not failed:
                     break
-                reqs = [_Request(req.slot, tuple(repair_messages(req.messages, text, j.outcome, j.reason)),
-                                 req.doc_id, req.doc_excerpt, req.memory_ids) for req, text, j in failed]
+                reqs = [replace(req, messages=tuple(repair_messages(req.messages, text, j.outcome, j.reason)))
+                        for req, text, j in failed]
                 done = self._call(reqs, (r, turn))
         self.progress(self.total, self.total)
         return [s.result() for s in slots]
@@ -238,7 +239,8 @@ class DesignRun:
                 break
             positives, pos_ids = positives[:-1], pos_ids[:-1]
         ids = pos_ids + tuple(ng.env_id for ng in negatives)
-        return _Request(s, tuple(msgs), doc.doc_id, text[:200], ids)
+        return _Request(s, tuple(msgs), doc.doc_id, text[:200], ids,
+                        GroundingDocument(doc.doc_id, text, doc.title))
 
     def _call(self, reqs: list[_Request], key: tuple[int, int]) -> list[tuple[_Request, str, Judgement]]:
         """One batched chat call, its judgements, and one transaction archiving them."""
@@ -268,7 +270,7 @@ class DesignRun:
             done.append((req, c.text, j))
             self.done += 1
             self.progress(self.done, self.total)
-        self._store(envs, attempts)
+        self._store(envs, attempts, [r.document for r in reqs if r.document is not None])
         return done
 
     def _attempt(self, req: _Request, c: Any, j: Judgement, sampling: Sampling) -> DesignAttempt:
@@ -284,11 +286,15 @@ class DesignRun:
             env_id=j.report.env_id if j.code is not None else None,
             finish_reason=c.finish_reason, memory_ids=req.memory_ids, sampling=sampling)
 
-    def _store(self, envs: list[EnvRecord], attempts: list[DesignAttempt]) -> None:
-        """Archive one call's environments and attempts together; those that may never train
-        (:func:`spadework.designer.credit.trained_at_birth`) are marked so the learner skips them."""
+    def _store(self, envs: list[EnvRecord], attempts: list[DesignAttempt],
+               documents: list[GroundingDocument]) -> None:
+        """Archive one call's environments, attempts and the documents they were grounded on
+        together; attempts that may never train (:func:`spadework.designer.credit.trained_at_birth`)
+        are marked so the learner skips them."""
         skip = [a.key for a in attempts if trained_at_birth(a, self.cfg.rejected_first_attempts)]
         with self.archive.transaction():
+            for doc in documents:
+                self.archive.add_document(doc)
             for rec in envs:
                 self.archive.add_env(rec)
             for a in attempts:

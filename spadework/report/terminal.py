@@ -1,0 +1,71 @@
+"""Run summaries for the terminal: a line per curve with a sparkline, first and last value."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from spadework.report.charts import metric
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+#: (label, metrics path) of the curves a run's closing summary shows.
+SUMMARY = (
+    ("agent return, unhinted", "agent_return.no_hint"), ("agent return, hinted", "agent_return.hint"),
+    ("mean regret", "mean_regret"), ("designer reward", "designer_reward.mean"),
+    ("share in the band", "band_share"), ("well-formed replies", "agent_format_share.no_hint"),
+    ("loss, agent", "losses.agent"), ("loss, designer", "losses.designer"),
+)
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One block character per value, scaled from the least to the greatest; a gap for None.
+
+    >>> sparkline([0.0, 0.5, 1.0, None, 1.0])
+    '▁▅█ █'
+    >>> sparkline([2.0, 2.0])
+    '▄▄'
+    """
+    known = [v for v in values if v is not None]
+    if not known:
+        return " " * len(values)
+    lo, hi = min(known), max(known)
+    out = []
+    for v in values:
+        if v is None:
+            out.append(" ")
+        elif hi == lo:
+            out.append(BLOCKS[3])
+        else:
+            out.append(BLOCKS[round((v - lo) / (hi - lo) * (len(BLOCKS) - 1))])
+    return "".join(out)
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3g}"
+
+
+def run_summary(lines: Sequence[Mapping[str, Any]], run_dir: str) -> list[str]:
+    """The closing lines of ``spadework run``: each curve's sparkline over the iterations with
+    its first and last value, the design funnel's totals, and how to see more."""
+    if not lines:
+        return [f"no iteration finished in {run_dir}"]
+    out = [f"summary of {len(lines)} iteration(s) ({lines[0]['iteration']}..{lines[-1]['iteration']}):"]
+    width = max(len(label) for label, _ in SUMMARY)
+    for label, path in SUMMARY:
+        ys = [metric(m, path) for m in lines]
+        known = [y for y in ys if y is not None]
+        if not known:
+            continue
+        out.append(f"  {label:<{width}}  {sparkline(ys)}  {_num(known[0])} -> {_num(known[-1])}")
+    funnel: dict[str, int] = {}
+    for m in lines:
+        for k, v in (m.get("validity_funnel") or {}).items():
+            if k != "total" and isinstance(v, int):
+                funnel[k] = funnel.get(k, 0) + v
+    if funnel:
+        rejected = ", ".join(f"{k} {v}" for k, v in sorted(funnel.items()) if k != "accepted") or "none"
+        out.append(f"  designs: {sum(funnel.values())} attempts, {funnel.get('accepted', 0)} accepted; "
+                   f"rejected at: {rejected}")
+    out.append(f"  see it all: spadework report {run_dir}")
+    return out
