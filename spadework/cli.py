@@ -362,6 +362,61 @@ def archive_import_starter(
     _archive_call(db, run_dir, add, write=True)
 
 
+_ImportFormat = Enum("_ImportFormat", {"spade": "spade"}, type=str)
+
+
+@archive_app.command("import")
+def archive_import(
+    folder: Path = typer.Argument(..., help="The reference's games folder (game_*.py, searched "
+                                  "recursively, and its env_memory.json)."),
+    fmt: _ImportFormat = typer.Option(..., "--format", help="spade: the SPADE reference "
+                                      "implementation's game_*.py modules and env_memory.json."),
+    memory: Path = typer.Option(None, "--memory", help="Its env_memory.json when it is not in "
+                                "FOLDER."),
+    max_turns: int = typer.Option(None, "--max-turns", min=1, help="The turn limit they will be "
+                                  "played with, and so are checked with (default: the cpu "
+                                  "preset's [play] max_turns)."),
+    db: str = _DB, run_dir: str = _RUN_DIR,
+) -> None:
+    """Import a pool of generated games: each one adapted to spadework's contract and checked
+    in the sandbox, archived accepted or rejected with its reason (creates the archive; never
+    changes what it already holds). Prints one line per game and a summary."""
+    import importlib.util
+
+    from spadework.archive.spade_import import format_outcome, import_spade
+    from spadework.config import preset
+    from spadework.env.checker import CheckConfig
+    from spadework.sandbox import Limits, Sandbox
+
+    if not folder.is_dir():  # before the archive is opened (and perhaps created)
+        typer.echo(f"error: {folder} is not a folder; give the reference's games folder", err=True)
+        raise typer.Exit(1)
+
+    def run(a) -> None:
+        turns = max_turns or preset("cpu").play.max_turns
+        mv = importlib.util.find_spec("math_verify") is not None
+        config = CheckConfig(max_turns=turns, allow_numpy=True, allow_math_verify=mv)
+        typer.echo(f"importing {fmt.value} games from {folder} into {a.path}, checked at "
+                   f"max_turns={turns}" + ("" if mv else " (math_verify is not installed: games "
+                                           "that import it are rejected)"))
+        with Sandbox(Limits(math_verify=mv)) as sb:
+            s = import_spade(a, folder, sandbox=sb, config=config, memory=memory,
+                             progress=lambda o: typer.echo(format_outcome(o)))
+        by_stage: dict[str, int] = {}
+        for o in s.outcomes:
+            if o.status == "rejected":
+                by_stage[o.stage or "?"] = by_stage.get(o.stage or "?", 0) + 1
+        stages = ", ".join(f"{k} {v}" for k, v in sorted(by_stage.items()))
+        for line in s.unmatched:
+            typer.echo(f"- env_memory.json: {line}")
+        typer.echo(f"accepted {s.count('accepted')}, rejected {s.count('rejected')}"
+                   + (f" ({stages})" if stages else "") + f", already in the archive "
+                   f"{s.count('present')}; env_memory.json: {s.memory_records} records, "
+                   f"{len(s.unmatched)} not importable")
+
+    _archive_call(db, run_dir, run, write=True)
+
+
 @app.command("run")
 def run_cmd(
     preset: _Preset = typer.Option(None, "--preset", help="The run preset (default: the config "

@@ -16,6 +16,7 @@ from spadework.archive.records import (
     DesignAttempt,
     EnvRecord,
     EnvStats,
+    ImportRecord,
     IterationRecord,
     MemoryNegative,
     MemoryPositive,
@@ -25,6 +26,6 @@ from spadework.archive.store import ARCHIVE_FILENAME, Archive, archive_path
 
 __all__ = [
     "ACCEPTED", "ARCHIVE_FILENAME", "ENV_ORIGINS", "ENV_STATUSES", "FORMATS", "SCHEMA_VERSION",
-    "Archive", "DesignAttempt", "EnvRecord", "EnvStats", "IterationRecord", "MemoryNegative",
+    "Archive", "DesignAttempt", "EnvRecord", "EnvStats", "ImportRecord", "IterationRecord", "MemoryNegative",
     "MemoryPositive", "archive_path", "code_excerpt", "export_envs",
 ]
