@@ -29,7 +29,7 @@ app = typer.Typer(
 
 # Choices the command line offers (typer lists them in --help and refuses others with exit 2).
 _Status = Enum("_Status", {"accepted": "accepted", "rejected": "rejected"}, type=str)
-_Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet"}, type=str)
+_Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet", "hf": "hf"}, type=str)
 _Preset = Enum("_Preset", {p: p for p in ("smoke", "cpu", "paper-4b", "paper-30b")}, type=str)
 
 
@@ -317,18 +317,33 @@ def archive_show(
 
 @archive_app.command("export")
 def archive_export(
-    out: str = typer.Option(..., "--out", help="The file to write (never the archive itself "
-                            "nor a file of its run; an existing file only with --force)."),
-    fmt: _Format = typer.Option("jsonl", "--format", help="jsonl or parquet."),
-    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+    dest: str = typer.Argument(None, metavar="[OUT]", help="Where to write (or give --out)."),
+    out: str = typer.Option(None, "--out", help="The file to write, or the folder for hf (never "
+                            "the archive itself nor a file of its run; an existing one only "
+                            "with --force)."),
+    fmt: _Format = typer.Option("jsonl", "--format", help="jsonl or parquet: one file, a row per "
+                                "environment; hf: a datasets folder (Parquet files of the "
+                                "environments and of their plays per iteration, and a dataset "
+                                "card), for datasets.load_dataset or a dataset hub."),
+    force: bool = typer.Option(False, "--force", help="Replace OUT if it exists (for hf, only an "
+                               "earlier hf export)."),
     db: str = _DB, run_dir: str = _RUN_DIR,
 ) -> None:
-    """Write every environment with its statistics, one row each, as JSONL or Parquet (the
-    archive is opened read-only)."""
+    """Write every environment with its statistics, one row each, as JSONL or Parquet, or a
+    datasets folder (the archive is opened read-only)."""
     from spadework.archive import export_envs
+    from spadework.archive.hf_export import export_hf
+
+    if (dest is None) == (out is None):
+        typer.echo("error: name where to write with exactly one of OUT or --out", err=True)
+        raise typer.Exit(2)
+    target = dest if dest is not None else out
 
     def export(a) -> None:
-        s = export_envs(a, out, fmt.value, force=force)
+        if fmt.value == "hf":
+            s = export_hf(a, target, force=force)
+        else:
+            s = export_envs(a, target, fmt.value, force=force)
         typer.echo(f"{s.written} environments written to {s.path.resolve()}")
         if s.skipped:
             typer.echo(f"note: {s.skipped} row(s) could not be read and were skipped", err=True)
