@@ -203,3 +203,11 @@ def test_read_memory_refuses_malformed_records(tmp_path):
                                  "actor_win_rate": float("nan")}]))
     with pytest.raises(ArchiveError, match="not a finite number"):
         read_memory(path)
+
+
+@pytest.mark.skipif(not HAS_MV, reason="math_verify is not installed")
+def test_check_command_allows_math_verify_where_a_file_imports_it():
+    out = cli("check", str(POOL / "game_00004_000_mathematical_reasoning.py"), "--seeds", "4")
+    # the raw reference game loads and plays (math_verify preloaded); it fails only because its
+    # solution() is a bare answer, which the importer's adaptation boxes
+    assert out.returncode == 1 and "✓ load" in out.stdout and "✗ solvable" in out.stdout, out.stdout
