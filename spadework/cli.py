@@ -29,7 +29,7 @@ app = typer.Typer(
 
 # Choices the command line offers (typer lists them in --help and refuses others with exit 2).
 _Status = Enum("_Status", {"accepted": "accepted", "rejected": "rejected"}, type=str)
-_Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet"}, type=str)
+_Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet", "hf": "hf"}, type=str)
 _Preset = Enum("_Preset", {p: p for p in ("smoke", "cpu", "paper-4b", "paper-30b")}, type=str)
 
 
@@ -199,6 +199,8 @@ def check_cmd(
 ) -> None:
     """Validate an environment stage by stage; exit 0 when valid, 1 when not, 2 when it cannot
     be checked. On a terminal a progress bar shows the stage that runs."""
+    import dataclasses
+    import importlib.util
     import json
 
     from spadework.env.checker import (
@@ -228,8 +230,11 @@ def check_cmd(
         raise typer.Exit(2) from e
     text = _read_source(file)
     module = {".py": True, ".txt": False, ".md": False}.get(file.suffix.lower())
+    # Games written to the reference's template import math_verify: allow it where installed.
+    mv = "math_verify" in text and importlib.util.find_spec("math_verify") is not None
+    config = dataclasses.replace(config, allow_math_verify=mv)
     try:
-        with Sandbox(Limits()) as sandbox, CheckDisplay() as display:
+        with Sandbox(Limits(math_verify=mv)) as sandbox, CheckDisplay() as display:
             report = check(text, sandbox=sandbox, seeds=seeds, module=module, config=config,
                            progress=display)
     except SandboxUnavailable as e:
@@ -317,18 +322,33 @@ def archive_show(
 
 @archive_app.command("export")
 def archive_export(
-    out: str = typer.Option(..., "--out", help="The file to write (never the archive itself "
-                            "nor a file of its run; an existing file only with --force)."),
-    fmt: _Format = typer.Option("jsonl", "--format", help="jsonl or parquet."),
-    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+    dest: str = typer.Argument(None, metavar="[OUT]", help="Where to write (or give --out)."),
+    out: str = typer.Option(None, "--out", help="The file to write, or the folder for hf (never "
+                            "the archive itself nor a file of its run; an existing one only "
+                            "with --force)."),
+    fmt: _Format = typer.Option("jsonl", "--format", help="jsonl or parquet: one file, a row per "
+                                "environment; hf: a datasets folder (Parquet files of the "
+                                "environments and of their plays per iteration, and a dataset "
+                                "card), for datasets.load_dataset or a dataset hub."),
+    force: bool = typer.Option(False, "--force", help="Replace OUT if it exists (for hf, only an "
+                               "earlier hf export)."),
     db: str = _DB, run_dir: str = _RUN_DIR,
 ) -> None:
-    """Write every environment with its statistics, one row each, as JSONL or Parquet (the
-    archive is opened read-only)."""
+    """Write every environment with its statistics, one row each, as JSONL or Parquet, or a
+    datasets folder (the archive is opened read-only)."""
     from spadework.archive import export_envs
+    from spadework.archive.hf_export import export_hf
+
+    if (dest is None) == (out is None):
+        typer.echo("error: name where to write with exactly one of OUT or --out", err=True)
+        raise typer.Exit(2)
+    target = dest if dest is not None else out
 
     def export(a) -> None:
-        s = export_envs(a, out, fmt.value, force=force)
+        if fmt.value == "hf":
+            s = export_hf(a, target, force=force)
+        else:
+            s = export_envs(a, target, fmt.value, force=force)
         typer.echo(f"{s.written} environments written to {s.path.resolve()}")
         if s.skipped:
             typer.echo(f"note: {s.skipped} row(s) could not be read and were skipped", err=True)
@@ -360,6 +380,61 @@ def archive_import_starter(
                    + (f"; rejected at this limit: {', '.join(bad)}" if bad else ""))
 
     _archive_call(db, run_dir, add, write=True)
+
+
+_ImportFormat = Enum("_ImportFormat", {"spade": "spade"}, type=str)
+
+
+@archive_app.command("import")
+def archive_import(
+    folder: Path = typer.Argument(..., help="The reference's games folder (game_*.py, searched "
+                                  "recursively, and its env_memory.json)."),
+    fmt: _ImportFormat = typer.Option(..., "--format", help="spade: the SPADE reference "
+                                      "implementation's game_*.py modules and env_memory.json."),
+    memory: Path = typer.Option(None, "--memory", help="Its env_memory.json when it is not in "
+                                "FOLDER."),
+    max_turns: int = typer.Option(None, "--max-turns", min=1, help="The turn limit they will be "
+                                  "played with, and so are checked with (default: the cpu "
+                                  "preset's [play] max_turns)."),
+    db: str = _DB, run_dir: str = _RUN_DIR,
+) -> None:
+    """Import a pool of generated games: each one adapted to spadework's contract and checked
+    in the sandbox, archived accepted or rejected with its reason (creates the archive; never
+    changes what it already holds). Prints one line per game and a summary."""
+    import importlib.util
+
+    from spadework.archive.spade_import import format_outcome, import_spade
+    from spadework.config import preset
+    from spadework.env.checker import CheckConfig
+    from spadework.sandbox import Limits, Sandbox
+
+    if not folder.is_dir():  # before the archive is opened (and perhaps created)
+        typer.echo(f"error: {folder} is not a folder; give the reference's games folder", err=True)
+        raise typer.Exit(1)
+
+    def run(a) -> None:
+        turns = max_turns or preset("cpu").play.max_turns
+        mv = importlib.util.find_spec("math_verify") is not None
+        config = CheckConfig(max_turns=turns, allow_numpy=True, allow_math_verify=mv)
+        typer.echo(f"importing {fmt.value} games from {folder} into {a.path}, checked at "
+                   f"max_turns={turns}" + ("" if mv else " (math_verify is not installed: games "
+                                           "that import it are rejected)"))
+        with Sandbox(Limits(math_verify=mv)) as sb:
+            s = import_spade(a, folder, sandbox=sb, config=config, memory=memory,
+                             progress=lambda o: typer.echo(format_outcome(o)))
+        by_stage: dict[str, int] = {}
+        for o in s.outcomes:
+            if o.status == "rejected":
+                by_stage[o.stage or "?"] = by_stage.get(o.stage or "?", 0) + 1
+        stages = ", ".join(f"{k} {v}" for k, v in sorted(by_stage.items()))
+        for line in s.unmatched:
+            typer.echo(f"- env_memory.json: {line}")
+        typer.echo(f"accepted {s.count('accepted')}, rejected {s.count('rejected')}"
+                   + (f" ({stages})" if stages else "") + f", already in the archive "
+                   f"{s.count('present')}; env_memory.json: {s.memory_records} records, "
+                   f"{len(s.unmatched)} not importable")
+
+    _archive_call(db, run_dir, run, write=True)
 
 
 @app.command("run")

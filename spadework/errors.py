@@ -84,3 +84,8 @@ class ArchiveError(SpadeworkError):
 
 class CorpusError(SpadeworkError):
     """A document corpus cannot be loaded or fetched (missing file, no documents, no library)."""
+
+
+class SpaceError(SpadeworkError, ValueError):
+    """A value lies outside a declared Gymnasium space: an observation the environment produced
+    or an action the caller passed. It is refused, never clipped, truncated or re-encoded."""

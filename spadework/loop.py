@@ -350,7 +350,10 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
             raise ConfigError(f"{run_dir} already holds a run (iteration {prog['iteration']}); pass "
                               "--resume to continue it or choose another --run-dir")
         start = 0 if prog is None else prog["iteration"] + (prog["stage"] == "store")
-        with Sandbox(Limits(episode_seconds=cfg.episode_seconds)) as sb:
+        # Imported reference games may import math_verify: preload it only when some do.
+        needs_mv = bool(archive.query("SELECT 1 FROM envs WHERE status = 'accepted' AND "
+                                      "code LIKE '%math_verify%' LIMIT 1"))
+        with Sandbox(Limits(episode_seconds=cfg.episode_seconds, math_verify=needs_mv)) as sb:
             with archive.transaction():
                 if not archive.starters_checked_at(cfg.play.max_turns):
                     progress.stage("setup", f"checking the starter library at max_turns={cfg.play.max_turns}")

@@ -17,6 +17,7 @@ from spadework.archive.records import (
     EnvRecord,
     EnvStats,
     GroundingDocument,
+    ImportRecord,
     IterationRecord,
     MemoryNegative,
     MemoryPositive,
@@ -26,6 +27,7 @@ from spadework.archive.store import ARCHIVE_FILENAME, Archive, archive_path
 
 __all__ = [
     "ACCEPTED", "ARCHIVE_FILENAME", "ENV_ORIGINS", "ENV_STATUSES", "FORMATS", "SCHEMA_VERSION",
-    "Archive", "DesignAttempt", "EnvRecord", "EnvStats", "GroundingDocument", "IterationRecord", "MemoryNegative",
+    "Archive", "DesignAttempt", "EnvRecord", "EnvStats", "GroundingDocument", "ImportRecord",
+    "IterationRecord", "MemoryNegative",
     "MemoryPositive", "archive_path", "code_excerpt", "export_envs",
 ]

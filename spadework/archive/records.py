@@ -282,3 +282,22 @@ class MemoryNegative:
     @property
     def note(self) -> str:
         return f"{self.reason} (win rate {self.win_rate:.2f}): class {self.class_name}"
+
+
+@dataclass(frozen=True)
+class ImportRecord:
+    """Where an imported environment came from (schema v5's ``imports`` table): the format and
+    file it was read from, the sha256 of that file's text as found, how it was adapted, and the
+    figures its source recorded (the reference agent's, not plays of this archive).
+    ``imported_at`` is filled in by the archive when left ``None``."""
+
+    env_id: str
+    format: str
+    source_file: str
+    source_sha256: str
+    adaptations: tuple[str, ...] = ()
+    rollout_id: int | None = None
+    win_rate: float | None = None
+    regret: float | None = None
+    metadata: dict | None = None
+    imported_at: float | None = None

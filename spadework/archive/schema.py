@@ -29,6 +29,13 @@ Versions:
    archive holds is lost, and an id whose prompt is not stored keeps its excerpt on ``envs``);
    ``episodes.opening``, the first message the agent saw (the observation, with the hint in the
    hinted arm; empty for episodes written before).
+5. ``imports``: where an imported environment came from and what its source said about it,
+   one row per (env_id, format, source sha256): the file it was read from, the sha256 of that
+   file's text as found (the stored code is the adapted module, see
+   :mod:`spadework.env.reference`), the adaptations in words (JSON list), and the statistics
+   the source recorded (for the SPADE reference's ``env_memory.json``: its ``rollout_id``,
+   ``actor_win_rate`` as ``win_rate``, ``regret`` and ``metadata``). Those are the reference
+   agent's figures, not plays of this archive, so they are kept apart from ``env_plays``.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from pathlib import Path
 from spadework.errors import ArchiveError
 
 #: The schema version this code writes. Bump it only by appending a step to ``STEPS``.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: ``PRAGMA application_id`` of a spadework archive ("SPDW").
 APPLICATION_ID = 0x53504457
@@ -238,8 +245,29 @@ def _step_4(conn: sqlite3.Connection) -> None:
                          "ON CONFLICT(doc_id) DO NOTHING", (doc_id, text, created))
 
 
+_V5 = """
+CREATE TABLE imports (
+    env_id TEXT NOT NULL REFERENCES envs(env_id) ON DELETE CASCADE,
+    format TEXT NOT NULL,
+    source_file TEXT NOT NULL,
+    source_sha256 TEXT NOT NULL,
+    adaptations TEXT NOT NULL,
+    rollout_id INTEGER,
+    win_rate REAL,
+    regret REAL,
+    metadata TEXT,
+    imported_at REAL NOT NULL,
+    PRIMARY KEY (env_id, format, source_sha256)
+)
+"""
+
+
+def _step_5(conn: sqlite3.Connection) -> None:
+    conn.execute(_V5)
+
+
 #: ``STEPS[i]`` upgrades version ``i`` to ``i + 1``.
-STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (_step_1, _step_2, _step_3, _step_4)
+STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (_step_1, _step_2, _step_3, _step_4, _step_5)
 assert len(STEPS) == SCHEMA_VERSION
 
 

@@ -40,6 +40,8 @@ from spadework.archive.records import (
     EnvRecord,
     EnvStats,
     GroundingDocument,
+
+    ImportRecord,
     IterationRecord,
     MemoryNegative,
     MemoryPositive,
@@ -347,6 +349,30 @@ class Archive:
     def document(self, doc_id: str) -> GroundingDocument | None:
         rows = self.query("SELECT doc_id, title, text FROM documents WHERE doc_id = ?", (doc_id,))
         return GroundingDocument(rows[0]["doc_id"], rows[0]["text"], rows[0]["title"]) if rows else None
+
+    def add_import(self, rec: ImportRecord) -> bool:
+        """Record where an imported environment came from (it must be stored first); a record
+        with the same (env_id, format, source_sha256) is kept as it was. True if it was new."""
+        sql = ("INSERT INTO imports (env_id, format, source_file, source_sha256, adaptations, "
+               "rollout_id, win_rate, regret, metadata, imported_at) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+        row = (rec.env_id, rec.format, rec.source_file, rec.source_sha256,
+               to_json(list(rec.adaptations), "adaptations"), rec.rollout_id, rec.win_rate,
+               rec.regret, None if rec.metadata is None else to_json(rec.metadata, "metadata"),
+               rec.imported_at if rec.imported_at is not None else time.time())
+        with self.transaction():
+            return self._exec(sql, row).rowcount == 1
+
+    def imports(self, env_id: str | None = None) -> list[ImportRecord]:
+        """Import records (of one environment), oldest first."""
+        sql, params = "SELECT * FROM imports", ()
+        if env_id is not None:
+            sql, params = sql + " WHERE env_id = ?", (env_id,)
+        return [ImportRecord(r["env_id"], r["format"], r["source_file"], r["source_sha256"],
+                             tuple(json.loads(r["adaptations"])), r["rollout_id"], r["win_rate"],
+                             r["regret"], None if r["metadata"] is None else json.loads(r["metadata"]),
+                             r["imported_at"])
+                for r in self.query(sql + " ORDER BY imported_at, source_file", params)]
 
     # -- designer attempts (the designer buffer) ----------------------------------------------
 

@@ -40,6 +40,9 @@ class CheckConfig:
     novelty_threshold: float = 0.9  # Jaccard similarity at or above which a candidate is a copy
     shingle_size: int = 5
     allow_numpy: bool = False
+    allow_math_verify: bool = False
+    """Let environments import ``math_verify`` (the reference's answer checker). Check them in a
+    sandbox that preloads it (``Limits(math_verify=True)``); see :mod:`spadework.sandbox`."""
     seed: int = 0
     solvable_seeds: int = 64
     """Play-style seeds solution() must win on. A solution() that loses on a share p of the

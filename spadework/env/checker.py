@@ -235,7 +235,7 @@ def check(
 
 
 def _static(code: str, cfg: CheckConfig) -> tuple[Any, str]:
-    info = check_static(code, allow_numpy=cfg.allow_numpy)
+    info = check_static(code, allow_numpy=cfg.allow_numpy, allow_math_verify=cfg.allow_math_verify)
     return info, f"class {info.class_name} ({info.setting}); imports allowed; only definitions at import"
 
 

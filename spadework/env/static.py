@@ -9,8 +9,8 @@ reason that names the line, before a sandbox child is forked.
 Rules:
 
 * the code parses;
-* imports come only from :func:`allowed_imports` (pure standard-library modules, ``toolenv``, and
-  ``numpy`` when allowed); no relative imports;
+* imports come only from :func:`allowed_imports` (pure standard-library modules, ``toolenv``,
+  ``numpy`` and ``math_verify`` when allowed); no relative imports;
 * no call to ``eval``/``exec``/``compile``/``open``/``input``/``globals``/``__import__``/...
   unless the module binds that name itself, and no dunder escapes (``__subclasses__``,
   ``__globals__``, ``__builtins__``, frame attributes), neither as attributes nor as strings;
@@ -74,15 +74,24 @@ _PURE_MODULES = frozenset(
 )
 
 
-def allowed_imports(allow_numpy: bool = False) -> frozenset[str]:
+#: The answer checker the reference's designer template imports inside games
+#: (``from math_verify import parse, verify``); allowed when the sandbox preloads it
+#: (``Limits.math_verify``), since a sandbox child cannot import anything it did not inherit.
+MATH_VERIFY = "math_verify"
+
+
+def allowed_imports(allow_numpy: bool = False, allow_math_verify: bool = False) -> frozenset[str]:
     """Top-level module names an environment may import.
 
     >>> "random" in allowed_imports() and "os" not in allowed_imports()
     True
     >>> "numpy" in allowed_imports(), "numpy" in allowed_imports(allow_numpy=True)
     (False, True)
+    >>> "math_verify" in allowed_imports(allow_math_verify=True)
+    True
     """
-    extra = {TOOLENV_MODULE} | ({"numpy"} if allow_numpy else set())
+    extra = ({TOOLENV_MODULE} | ({"numpy"} if allow_numpy else set())
+             | ({MATH_VERIFY} if allow_math_verify else set()))
     return STDLIB_ALLOWED | extra
 
 
@@ -110,7 +119,8 @@ def parse_module(code: str) -> ast.Module:
         raise ContractError(f"code cannot be parsed: {e}") from e
 
 
-def check_imports(tree: ast.Module, allow_numpy: bool = False, nodes: list[ast.AST] | None = None) -> None:
+def check_imports(tree: ast.Module, allow_numpy: bool = False, nodes: list[ast.AST] | None = None,
+                  allow_math_verify: bool = False) -> None:
     """Reject imports outside the allowlist, and relative imports, naming the line.
 
     >>> check_imports(ast.parse("import random\\nfrom collections import deque"))
@@ -119,7 +129,7 @@ def check_imports(tree: ast.Module, allow_numpy: bool = False, nodes: list[ast.A
     ...
     spadework.errors.ContractError: line 1: import of 'os.path' is not allowed (allowed: __future__, abc, bisect, collections, copy, dataclasses, datetime, decimal, enum, fractions, functools, heapq, itertools, json, math, numbers, operator, random, re, statistics, string, textwrap, toolenv, typing)
     """
-    allowed = allowed_imports(allow_numpy)
+    allowed = allowed_imports(allow_numpy, allow_math_verify)
     for node in nodes if nodes is not None else ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -377,7 +387,7 @@ def _inherits_toolenv(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], seen:
     return False
 
 
-def check_static(code: str, *, allow_numpy: bool = False) -> StaticInfo:
+def check_static(code: str, *, allow_numpy: bool = False, allow_math_verify: bool = False) -> StaticInfo:
     """Run every static rule (see the module docstring); raise ContractError with the first
     violation, naming its line.
 
@@ -403,7 +413,7 @@ def check_static(code: str, *, allow_numpy: bool = False) -> StaticInfo:
     """
     tree = parse_module(code)
     nodes = list(ast.walk(tree))  # one walk shared by the rules: modules run to hundreds of lines
-    check_imports(tree, allow_numpy, nodes)
+    check_imports(tree, allow_numpy, nodes, allow_math_verify)
     check_forbidden(tree, nodes)
     check_side_effects(tree)
     return check_env_class(tree)

@@ -20,7 +20,14 @@ network) and keeps one environment from disturbing another:
   denies TCP bind/connect;
 - privilege: PR_SET_NO_NEW_PRIVS, capabilities emptied, no ptrace, mount, namespaces, bpf, keyring;
 - the protocol: msgpack frames with a size cap both ways, never pickle; garbage or an oversize
-  frame kills the child (EnvCrashed); spadework itself cannot be imported in the child.
+  frame kills the child (EnvCrashed); spadework itself cannot be imported in the child;
+- third-party code: only msgpack, numpy (``Limits.numpy``) and, when asked for with
+  ``Limits(math_verify=True)`` and installed, math_verify with what it imports (sympy, mpmath,
+  latex2sympy2_extended, antlr4) are in the child; no other site package is importable.
+  math_verify is there because the reference's generated games call it to grade answers. sympy's
+  string parsers run ``eval``, so an environment reaches ``eval`` through them whatever the
+  static stage forbids; what runs is still the child's own code under every layer above, and
+  the only new access is reading those packages' folders.
 
 It does not protect against: kernel exploits (seccomp default-allows the ordinary syscalls),
 side channels and timing, CPU, memory-bandwidth or page-cache contention between children and the

@@ -191,8 +191,10 @@ class Sandbox:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cfg = {
             "here": str(_HERE),
-            "site_dirs": _site_dirs(("msgpack", "pyseccomp", "numpy")),
+            "site_dirs": _site_dirs(("msgpack", "pyseccomp", "numpy")
+                                    + (("math_verify",) if self.limits.math_verify else ())),
             "numpy": self.limits.numpy,
+            "math_verify": self.limits.math_verify,
             "toolenv": self._toolenv,
             "namespaces": self.limits.namespaces,
         }

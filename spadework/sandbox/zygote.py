@@ -92,6 +92,8 @@ def _preload(cfg: dict) -> tuple[list[str], str]:
             pass
         note = "numpy disabled by Limits.numpy"
         paths = [os.path.dirname(os.__file__)]
+        if cfg.get("math_verify"):
+            note_mv = _preload_math_verify(paths)
         if cfg["numpy"]:
             try:
                 import numpy
@@ -109,7 +111,30 @@ def _preload(cfg: dict) -> tuple[list[str], str]:
         importlib.import_module(name)
     for name in [m for m in sys.modules if m == "spadework" or m.startswith("spadework.")]:
         del sys.modules[name]
+    if cfg.get("math_verify"):
+        note = f"{note}; {note_mv}"
     return paths, note
+
+
+#: math_verify and the packages it imports: read-only for children (their lazy submodules load
+#: through each package's ``__path__``, as numpy's do).
+MATH_VERIFY_PACKAGES = ("math_verify", "latex2sympy2_extended", "sympy", "mpmath", "antlr4")
+
+
+def _preload_math_verify(paths: list[str]) -> str:
+    """Import math_verify (and sympy under it) once, so games may ``from math_verify import
+    parse, verify``; add its packages' folders to the children's read-only paths."""
+    try:
+        import math_verify  # noqa: F401
+    except ImportError as e:
+        return f"math_verify not importable: {e}"
+    for name in MATH_VERIFY_PACKAGES:
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            paths.append(os.path.dirname(module.__file__))
+    from importlib.metadata import version
+
+    return f"math_verify {version('math-verify')}"
 
 
 def _write_file(path: str, text: str) -> None:

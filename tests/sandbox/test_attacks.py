@@ -416,3 +416,30 @@ def test_host_death_takes_zygote_and_children_along(tmp_path):
     for pid in (zygote, child):
         # Gone, or at most a zombie waiting for init to reap it.
         assert not Path(f"/proc/{pid}").exists() or " Z " in Path(f"/proc/{pid}/stat").read_text()
+
+
+def test_math_verify_preloaded_opens_no_door(make_env, open_dir):
+    """With ``Limits(math_verify=True)`` the child inherits sympy, whose string parsers run
+    ``eval``: code reached that way is still the child's code, under the same layers. The
+    attack goes through sympy's parser to the files, processes and network the child lacks, and
+    imports other site packages; only math_verify itself (and what it imported) is reachable."""
+    pytest.importorskip("math_verify")
+    marker = open_dir / "touched"
+    with Sandbox(Limits(math_verify=True, step_seconds=10.0, load_seconds=20.0)) as box:
+        assert "math_verify" in box.isolation.runtime
+        out = run_attack(box, attack(make_env, f"""
+import math_verify
+attempt("verify", lambda: math_verify.verify(math_verify.parse("$1/2$"), math_verify.parse("$0.5$")))
+from sympy.parsing.sympy_parser import parse_expr
+attempt("read", lambda: parse_expr("__import__('builtins').open({str(open_dir / 'secret.txt')!r}).read()"))
+attempt("exec", lambda: parse_expr("__import__('os').system('touch {marker}')"))
+attempt("socket", lambda: parse_expr("__import__('socket').socket()"))
+attempt("other_pkg", lambda: __import__("typer"))
+"""))
+    assert "verify=ok:True" in out, out
+    assert "TOP-SECRET" not in out
+    if box.isolation.active("landlock"):
+        assert "read=PermissionError" in out, out
+    assert "exec=ok:0" not in out and not marker.exists()
+    assert "socket=PermissionError" in out, out
+    assert "other_pkg=ModuleNotFoundError" in out, out

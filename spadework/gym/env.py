@@ -1,0 +1,246 @@
+"""One spadework environment as a ``gymnasium.Env``, its code running in the sandbox.
+
+Every episode runs in a fresh hardened child of a fork server (as the self-play loop plays
+them): ``reset()`` forks one (the first is forked by the constructor, so a module that does not
+load fails at ``make``), ``step()`` is a round trip over its pipe, and ``close()`` kills it and,
+when this environment started the fork server itself, stops that too. A fork server is either
+owned (the default: each environment starts its own, which costs a Python start plus the
+runtime's import) or shared (``sandbox=`` a started :class:`spadework.sandbox.Sandbox`; many
+environments, e.g. the members of a vector environment, then fork from one, and closing them
+leaves it running). ``benchmarks/gym.py`` measures both.
+
+Spaces are ``Text`` spaces with a declared charset and length (:mod:`spadework.gym.spaces`).
+Observations are checked against the observation space and actions against the action space;
+anything outside raises :class:`~spadework.errors.SpaceError` and is never altered. Results are
+held to the environment contract (:func:`spadework.env.probe.validate_step`: a string
+observation, a finite reward in [-1, 1], boolean flags, a dict info), else ContractError.
+
+Seeding follows Gymnasium: ``reset(seed=s)`` plays instance ``s`` (the environment's own
+``reset(seed=s)``), and ``reset()`` without a seed plays an instance drawn from ``np_random``,
+so one seed at the first reset fixes every later episode. The instance played is in
+``info["spadework"]["seed"]``; tool-use environments also put their tool schemas there
+(``"tools"``). An episode ends by the environment's own flags, or truncated after ``max_turns``
+steps, as in the self-play loop (``info["spadework"]["turn_limit"]`` then says so). The
+environment's failures are raised as typed errors (EnvTimeout, EnvCrashed, EnvRaised, ...),
+or, with ``on_error="truncate"``, end the episode: an empty observation, reward 0, truncated,
+and the reason in ``info["spadework"]["error"]``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+from gymnasium.envs.registration import EnvSpec
+from gymnasium.error import ResetNeeded
+
+from spadework.env.checkconfig import CheckConfig
+from spadework.env.probe import validate_reset, validate_step
+from spadework.errors import ConfigError, EnvError
+from spadework.gym.registration import ENTRY_POINT, NAMESPACE, gym_id
+from spadework.gym.source import Resolved, resolve
+from spadework.gym.spaces import require_in, text_space
+from spadework.types import EnvSource
+
+#: The longest observation, by default: the checker's cap, so a checked environment fits.
+MAX_OBS_CHARS = CheckConfig().max_obs_chars
+#: The longest action, by default (the reference cuts actions at the same length).
+MAX_ACTION_CHARS = 100_000
+#: Turns per episode when the source does not say (the checker's default limit).
+DEFAULT_MAX_TURNS = CheckConfig().max_turns
+_ON_ERROR = ("raise", "truncate")
+_NO_CAP = 1 << 62  # the contract's shape check without its length cap: the space judges length
+
+
+def spec_id(found: Resolved) -> str:
+    """The Gymnasium id of an environment made without gymnasium.make: a starter's registered
+    id, else ``spadework/<file stem or first 12 hex digits of its env id>-v0``.
+
+    >>> from spadework.gym.source import resolve
+    >>> spec_id(resolve("maze"))
+    'spadework/Maze-v0'
+    """
+    if found.origin == "starter" and found.env.name:
+        return gym_id(found.env.name)
+    name = found.env.name if found.origin == "file" and found.env.name else found.env.env_id[:12]
+    safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
+    return f"{NAMESPACE}/{safe}-v0"
+
+
+class SpadeworkEnv(gymnasium.Env):
+    """A sandboxed spadework environment behind the Gymnasium API (see the module docstring).
+
+    ``source`` is a starter name, a ``.py`` module file, an archive file or run directory
+    together with ``env_id``, or an :class:`~spadework.types.EnvSource`. ``max_turns`` defaults
+    to the turn limit an archived environment was checked under, else 20. ``charset``,
+    ``max_obs_chars`` and ``max_action_chars`` declare the spaces.
+    """
+
+    # render_fps: Gymnasium's checker asks for one; a text game has no frame rate of its own, and
+    # "human" rendering prints each observation without waiting.
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+
+    def __init__(self, source: str | Path | EnvSource, *, env_id: str | None = None,
+                 max_turns: int | None = None, sandbox: Any = None, limits: Any = None,
+                 charset: str | frozenset[str] | set[str] | None = None,
+                 max_obs_chars: int = MAX_OBS_CHARS, max_action_chars: int = MAX_ACTION_CHARS,
+                 render_mode: str | None = None, on_error: str = "raise",
+                 allow_rejected: bool = False) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']} or None, "
+                              f"got {render_mode!r}")
+        if on_error not in _ON_ERROR:
+            raise ConfigError(f"on_error must be one of {', '.join(_ON_ERROR)}, got {on_error!r}")
+        found = resolve(source, env_id, allow_rejected=allow_rejected)
+        turns = max_turns if max_turns is not None else (found.max_turns or DEFAULT_MAX_TURNS)
+        if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
+            raise ConfigError(f"max_turns must be a positive integer, got {turns!r}")
+        self.source = found.env
+        self.max_turns = turns
+        # A spec that remakes this environment, so Gymnasium's tools (check_env, wrappers that
+        # copy an environment) work on one made without gymnasium.make; gymnasium.make replaces
+        # it with the registered one.
+        self.spec = EnvSpec(
+            id=spec_id(found), entry_point=ENTRY_POINT,
+            kwargs={"source": source, "env_id": env_id, "max_turns": max_turns,
+                    "sandbox": sandbox, "limits": limits, "charset": charset,
+                    "max_obs_chars": max_obs_chars, "max_action_chars": max_action_chars,
+                    "on_error": on_error, "allow_rejected": allow_rejected})
+        self.render_mode = render_mode
+        self.on_error = on_error
+        self.observation_space = text_space(max_obs_chars, charset)
+        self.action_space = text_space(max_action_chars, charset)
+        self._handle = None
+        self._fresh = False  # the handle holds an instance no episode has used yet
+        self._turns = 0
+        self._done = True
+        self._last_obs: str | None = None
+        self._owned = sandbox is None
+        self._sandbox = sandbox if sandbox is not None else self._start_sandbox(limits, found.imports)
+        try:
+            self._handle = self._load()
+            self._fresh = True
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ the sandbox
+
+    @staticmethod
+    def _start_sandbox(limits: Any, imports: frozenset[str]):
+        from spadework.sandbox import Limits, Sandbox
+
+        if limits is None:
+            limits = Limits(math_verify="math_verify" in imports)
+        sandbox = Sandbox(limits)
+        sandbox.start()
+        return sandbox
+
+    def _load(self):
+        return self._sandbox.load(self.source.code, max_turns=self.max_turns,
+                                  class_name=self.source.class_name)
+
+    @property
+    def env_id(self) -> str:
+        """The sha256 of the environment's code (its identity in an archive)."""
+        return self.source.env_id
+
+    # ------------------------------------------------------------------ the Gymnasium API
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        if options:
+            raise ConfigError(f"reset() takes no options, got {sorted(options)}")
+        super().reset(seed=seed)
+        episode_seed = seed if seed is not None else int(self.np_random.integers(2**31 - 1))
+        if self._handle is None:
+            raise ResetNeeded("this environment is closed")
+        if not self._fresh:
+            self._handle.close()
+            self._handle = None
+            self._handle = self._load()
+        self._fresh = False
+        self._turns, self._done = 0, True
+        what = f"reset(seed={episode_seed})"
+        reply = self._handle.reset(seed=episode_seed)
+        obs = self._observed(validate_reset(reply, what, _NO_CAP), what)
+        env_info = reply[1]
+        extra: dict[str, Any] = {"seed": episode_seed, "env_id": self.env_id}
+        if self.source.setting == "tool-use":
+            extra["tools"] = self._handle.tools()
+        self._done = False
+        self._last_obs = obs
+        return obs, {**env_info, "spadework": extra}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._done or self._handle is None:
+            raise ResetNeeded("call reset() before step() (the episode has ended or not begun)")
+        require_in(self.action_space, action, "the action",
+                   "actions are text of the declared charset and length (make(charset=..., "
+                   "max_action_chars=...))")
+        what = f"step() #{self._turns + 1}"
+        try:
+            result = validate_step(self._handle.step(action), what, _NO_CAP)
+        except EnvError as e:
+            if self.on_error == "raise":
+                raise
+            self._done = True
+            self._last_obs = ""
+            return "", 0.0, False, True, {"spadework": {"error": e.reason,
+                                                         "error_type": type(e).__name__}}
+        obs = self._observed(result.obs, what)
+        self._turns += 1
+        extra: dict[str, Any] = {"turn": self._turns}
+        truncated = result.truncated
+        if not (result.terminated or truncated) and self._turns >= self.max_turns:
+            truncated = True
+            extra["turn_limit"] = True
+        self._done = result.terminated or truncated
+        self._last_obs = obs
+        reward = float(result.reward)
+        assert math.isfinite(reward)  # validate_step holds rewards to finite numbers
+        return obs, reward, result.terminated, truncated, {**result.info, "spadework": extra}
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            return None
+        text = self._last_obs or ""
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        """Kill the episode's child and, when this environment started it, the fork server."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.close()
+        sandbox, self._sandbox = getattr(self, "_sandbox", None), None
+        if sandbox is not None and self._owned:
+            sandbox.close()
+        self._done = True
+        super().close()
+
+    # ------------------------------------------------------------------ privileged access
+
+    def solution(self) -> Any:
+        """The environment's ``solution()`` for the current episode (privileged: for evaluation
+        and hints, not for the agent)."""
+        if self._handle is None:
+            raise ResetNeeded("this environment is closed")
+        return self._handle.solution()
+
+    def hint(self) -> str | None:
+        """The environment's own privileged hint, or None when it defines none."""
+        if self._handle is None:
+            raise ResetNeeded("this environment is closed")
+        return self._handle.hint()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _observed(self, obs: str, what: str) -> str:
+        return require_in(self.observation_space, obs, f"the observation of {what}",
+                          "declare the characters this environment prints with make(charset=...) "
+                          "or its length with max_obs_chars=")
