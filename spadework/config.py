@@ -102,23 +102,27 @@ def _smoke() -> RunConfig:
 def _cpu() -> RunConfig:
     """The default: real self-play training of both roles with the default model on a CPU, sized
     for about 20 minutes on two cores, setup not counted (3 iterations of 3 environments x 2 arms
-    x 3 plays, 4 turns of 48 tokens; 4 designs of up to 512 tokens, 2 per skill, at iterations 0
-    and 2). The README's "Measured" section has its time, memory and outcome.
+    x 4 plays, 4 turns of 48 tokens; 6 designs of up to 512 tokens, 3 per skill, at iterations 0
+    and 2), sampled by llama.cpp with each update synced in. On the transformers backend the same
+    20 minutes held 3 plays and 4 designs per regeneration, and the agent's groups mostly scored
+    alike (no agent update); the time llama.cpp saves (``benchmarks/iteration.py``: an iteration
+    2.5x faster) goes to the extra plays and designs and to the agent samples they make
+    trainable. The README's "Measured" section has its time, memory and outcome.
 
     Shaping is on, because the 135M default model almost never wins a starter game nor writes a
     whole environment: without it every group scores alike and no update happens. The agent's
     advantages see a bonus of 0.2 x its share of well-formed replies, and a rejected design earns
     -1 plus how far it got (in [0, 1)), so prose < the beginnings of a module < a module that
-    loads < an accepted environment (reward in [0, 1]). Two designs per skill, because designer
-    rewards are centred per skill and a lone design's advantage is always 0.
+    loads < an accepted environment (reward in [0, 1]). Several designs per skill, because
+    designer rewards are centred per skill and a lone design's advantage is always 0.
     """
     return RunConfig(
-        preset="cpu", iterations=3, plays=3, train=True, checkpoint_every=1,
+        preset="cpu", iterations=3, plays=4, train=True, checkpoint_every=1,
         design=DesignConfig(attempts_per_slot=1, max_tokens=512, corpus_words=200,
                             memory_positives=1, memory_negatives=1),
         play=PlayConfig(max_turns=4, max_tokens=48, context_tokens=2048, temperature=0.7),
         reward=RewardConfig(format_weight=0.2, rejection_reward=-1.0, rejection_progress=1.0),
-        curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=4, skills_per_regen=2,
+        curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=6, skills_per_regen=2,
                                     pool_size=3),
         # LoRA on CPU for minutes, not the reference's full fine-tuning for days: 3e-4 is the
         # rate at which the learning test goes from reward 0 to 1 in 12 updates; one long sample
