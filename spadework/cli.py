@@ -31,6 +31,7 @@ app = typer.Typer(
 _Status = Enum("_Status", {"accepted": "accepted", "rejected": "rejected"}, type=str)
 _Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet", "hf": "hf"}, type=str)
 _Preset = Enum("_Preset", {p: p for p in ("smoke", "cpu", "paper-4b", "paper-30b")}, type=str)
+_Backend = Enum("_Backend", {b: b for b in ("llamacpp", "hf")}, type=str)
 
 
 @contextmanager
@@ -451,6 +452,9 @@ def run_cmd(
     no_train: bool = typer.Option(False, "--no-train", help="Play and score with fixed weights."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --run-dir where it stopped."),
     model: str = typer.Option(None, help="Registry name, local HF folder or hub id (default: the preset's)."),
+    backend: _Backend = typer.Option(None, "--backend", help="The sampler: llamacpp (the fast CPU "
+                                     "engine, each update synced in) or hf (transformers; default: "
+                                     "the preset's)."),
     seed: int = typer.Option(None, help="Run seed: every random choice derives from it."),
     policy: str = typer.Option(None, "--policy", hidden=True,
                                help="MODULE:FACTORY returning a Policy (tests only)."),
@@ -467,8 +471,8 @@ def run_cmd(
 
     with _reported(SpadeworkError):
         cfg = load_config(config, preset_name=preset.value if preset else None)
-        top = {k: v for k, v in (("iterations", iterations), ("model", model), ("run_seed", seed))
-               if v is not None}
+        top = {k: v for k, v in (("iterations", iterations), ("model", model), ("run_seed", seed),
+                                 ("backend", backend.value if backend else None)) if v is not None}
         if no_train:
             top["train"] = False
         cfg = override(cfg, top)

@@ -172,7 +172,8 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
         if lost:
             unwinnable[e.env_id[:12]] = len(lost)
         jobs += [j for j in mine if j.seed not in lost]
-    ctx.progress.stage("play", f"{len(jobs)} episodes: {len(envs)} envs x 2 arms x {ctx.cfg.plays} seeds"
+    ctx.progress.stage("play", f"{len(jobs)} episodes: {len(envs)} envs x 2 arms x {ctx.cfg.plays} seeds, "
+                       f"up to {ctx.cfg.play.max_turns} turns each (progress in turns)"
                        + (f" ({sum(unwinnable.values())} instances dropped: solution() loses them)"
                           if unwinnable else ""))
     eps = play(ctx.policy, ctx.sandbox, jobs, ctx.cfg.play, seed=derive_seed(ctx.cfg.run_seed, it.i, "play"),

@@ -329,7 +329,10 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
     ``spadework.sandbox.Sandbox`` (the caller owns both). Sampling is seeded per turn from
     (``seed``, turn index) and the policy seeds each row from its place in the batch, so the
     same jobs with the same weights replay the same episodes (a resumed stage relies on it).
-    ``progress(done, total)``, when given, is called as episodes finish.
+    ``progress(done, total)``, when given, is called after every turn, in turns: ``total`` is
+    ``len(jobs) * cfg.max_turns`` and an episode that ends early counts its remaining turns as
+    done, so the count moves at every turn, not only when episodes end (which in batched play is
+    mostly at the last turn).
     """
     from spadework.policy.base import SamplingParams
 
@@ -357,7 +360,8 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
                 turn += 1
             live = [i for i in live if lives[i].status is None]
             if progress is not None:
-                progress(len(jobs) - len(queue) - len(live), len(jobs))
+                progress(sum(cfg.max_turns if lv.status is not None else min(len(lv.turns), cfg.max_turns)
+                             for lv in lives if lv is not None), len(jobs) * cfg.max_turns)
     finally:
         for lv in lives:
             if lv is not None and lv.handle is not None:

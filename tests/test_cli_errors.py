@@ -158,3 +158,10 @@ def test_the_cli_preset_choices_are_the_configs():
     from spadework.config import PRESETS
 
     assert tuple(p.value for p in _Preset) == PRESETS
+
+
+def test_the_cli_backend_choices_are_the_loaders():
+    from spadework.cli import _Backend
+    from spadework.policy.load import BACKENDS
+
+    assert sorted(b.value for b in _Backend) == sorted(BACKENDS)

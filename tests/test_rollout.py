@@ -167,3 +167,24 @@ def test_batch_window_keeps_job_order_and_replays_identically(sb):
     c = play(ScriptedPolicy(script, seeded=True), sb, jobs, cfg, seed=5)
     assert [(e.arm, e.play_index, e.seed) for e in a] == [(j.arm, j.play_index, j.seed) for j in jobs]
     assert moves(a) == moves(b) and moves(a) != moves(c)
+
+
+def test_progress_moves_every_turn_and_counts_an_early_end_as_done(sb):
+    """Batched episodes mostly end together at the last turn, so progress counts turns: it
+    rises after every turn, an episode won early counts its unplayed turns as done, and the
+    last call reports every turn done."""
+    env = starter_env("nim")
+    jobs = [PlayJob(env, 2, "no_hint", 0), PlayJob(env, 3, "no_hint", 1)]
+    wins = solutions_for(sb, env, {2}, 8)
+
+    # seed 2 follows its solution; seed 3 gets a reply that never parses, until truncated
+    script = solution_script(wins, fallback="I am not sure.")
+    calls = []
+    eps = play(ScriptedPolicy(script), sb, jobs, PlayConfig(max_turns=8),
+               progress=lambda d, t: calls.append((d, t)))
+    won = len(eps[0].turns)
+    assert eps[0].status == "completed" and won < 8 and len(eps[1].turns) == 8
+    assert {t for _, t in calls} == {16}
+    done = [d for d, _ in calls]
+    assert done == [k + 1 + (k + 1 if k + 1 < won else 8) for k in range(8)]  # one per turn
+    assert done[-1] == 16
