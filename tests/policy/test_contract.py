@@ -1,6 +1,7 @@
 """The Policy contract (spadework.policy.base), checked the same way on every backend: the
-scripted policy of the tests, the transformers backend on the real default model, and the
-OpenAI-compatible client against `spadework serve` on loopback."""
+scripted policy of the tests, the transformers backend on the real default model, the llama.cpp
+backend on the same model, and the OpenAI-compatible client against `spadework serve` on
+loopback."""
 
 from __future__ import annotations
 
@@ -25,12 +26,22 @@ def _scripted():
                           context_length=256, seeded=True)
 
 
-@pytest.fixture(params=["scripted", "hf", "openai"])
+@pytest.fixture(scope="module")
+def llamacpp_policy(default_model_dir):
+    from spadework.policy.llamacpp import load_llamacpp_policy
+
+    with load_llamacpp_policy(max_batch_size=8, threads=1) as policy:
+        yield policy
+
+
+@pytest.fixture(params=["scripted", "hf", "llamacpp", "openai"])
 def policy(request):
     if request.param == "scripted":
         return _scripted()
     if request.param == "hf":
         return request.getfixturevalue("hf_policy")
+    if request.param == "llamacpp":
+        return request.getfixturevalue("llamacpp_policy")
     from spadework.policy.openai import OpenAIPolicy
 
     return OpenAIPolicy(request.getfixturevalue("server_url"), "smollm2")
