@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from spadework.env.static import bound_names
 from spadework.errors import ContractError
 
 #: The reference loader's pre-filled namespace: name -> the import statement that binds it.
@@ -138,19 +139,10 @@ def reference_class(tree: ast.Module) -> str:
 
 
 def _bound_anywhere(tree: ast.Module) -> set[str]:
-    bound: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            bound.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-    return bound
+    """Every name the module binds anywhere: what the static check counts as bound, plus
+    exception names (a prelude import must not shadow them)."""
+    nodes = list(ast.walk(tree))
+    return bound_names(nodes) | {n.name for n in nodes if isinstance(n, ast.ExceptHandler) and n.name}
 
 
 def missing_prelude(tree: ast.Module) -> list[str]:

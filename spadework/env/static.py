@@ -147,7 +147,9 @@ def check_imports(tree: ast.Module, allow_numpy: bool = False, nodes: list[ast.A
                 )
 
 
-def _bound_names(nodes: list[ast.AST]) -> set[str]:
+def bound_names(nodes: list[ast.AST]) -> set[str]:
+    """Names that ``nodes`` bind: assignments, deletions, defs, classes, arguments, imports
+    (not exception names: one is unbound again after its ``except`` block)."""
     bound: set[str] = set()
     for node in nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -176,7 +178,7 @@ def check_forbidden(tree: ast.Module, nodes: list[ast.AST] | None = None) -> Non
     spadework.errors.ContractError: line 1: attribute '__bases__' is not allowed (it reaches interpreter internals)
     """
     nodes = list(ast.walk(tree)) if nodes is None else nodes
-    bound = _bound_names(nodes)
+    bound = bound_names(nodes)
     for node in nodes:
         if isinstance(node, ast.Name) and node.id in FORBIDDEN_BUILTINS and node.id not in bound:
             raise ContractError(
