@@ -221,7 +221,6 @@ def test_v2_turns_get_parsed_backfilled_and_no_sampling_record(tmp_path: Path) -
         assert [t.sampling for t in ep.turns] == [None, None]
 
 
-
 def test_v3_archive_keeps_everything_and_gets_its_documents_from_the_stored_prompts(tmp_path: Path) -> None:
     """Schema v4 stores the grounding document a design read and each episode's opening
     message. A v3 archive loses nothing: its documents are recovered from the ``<document>``
