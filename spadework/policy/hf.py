@@ -145,6 +145,22 @@ def sample_tokens(
     return tokens, token_logprobs(logits, tokens, params.temperature)
 
 
+def checked_prompts(prompts: Sequence[Sequence[int]], context: int,
+                    n_vocab: int | None = None) -> list[list[int]]:
+    """``prompts`` as lists, or PolicyError for an empty one, one that leaves no room in
+    ``context``, or (given ``n_vocab``) a token id outside the vocabulary."""
+    out = [list(p) for p in prompts]
+    for i, p in enumerate(out):
+        if not p:
+            raise PolicyError(f"prompt {i} is empty")
+        if len(p) >= context:
+            raise PolicyError(f"prompt {i} has {len(p)} tokens but the model's context is "
+                              f"{context}; shorten it (drop early turns or the document)")
+        if n_vocab is not None and (max(p) >= n_vocab or min(p) < 0):
+            raise PolicyError(f"prompt {i} has a token id outside [0, {n_vocab})")
+    return out
+
+
 def chat_prompt_ids(tokenizer: Any, conversation: ConversationLike) -> list[int]:
     """Render a conversation with the tokenizer's chat template (tools and thinking switch
     passed through) and tokenise it, ready for the assistant's answer."""
@@ -216,15 +232,7 @@ class HFPolicy:
         self, prompts: Sequence[Sequence[int]], params: SamplingParams
     ) -> list[Completion]:
         """Continue raw token-id prompts (no template); same ordering and errors as ``chat``."""
-        prompts = [list(p) for p in prompts]
-        for i, p in enumerate(prompts):
-            if not p:
-                raise PolicyError(f"prompt {i} is empty")
-            if len(p) >= self._context:
-                raise PolicyError(
-                    f"prompt {i} has {len(p)} tokens but the model's context is "
-                    f"{self._context}; shorten it (drop early turns or the document)"
-                )
+        prompts = checked_prompts(prompts, self._context)
         base_seed = params.seed if params.seed is not None else secrets.randbits(63)
         rows = [(i, j) for i in range(len(prompts)) for j in range(params.n)]
         order = sorted(range(len(rows)), key=lambda r: len(prompts[rows[r][0]]))

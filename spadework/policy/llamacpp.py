@@ -56,7 +56,7 @@ from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams
-from spadework.policy.hf import DecodeRow, chat_prompt_ids, sample_tokens
+from spadework.policy.hf import DecodeRow, chat_prompt_ids, checked_prompts, sample_tokens
 from spadework.seeding import derive_seed
 
 KV_TYPES = ("f32", "f16")
@@ -178,16 +178,7 @@ class LlamaCppPolicy:
         self, prompts: Sequence[Sequence[int]], params: SamplingParams
     ) -> list[Completion]:
         """Continue raw token-id prompts (no template); same ordering and errors as ``chat``."""
-        prompts = [list(p) for p in prompts]
-        for i, p in enumerate(prompts):
-            if not p:
-                raise PolicyError(f"prompt {i} is empty")
-            if len(p) >= self._context:
-                raise PolicyError(
-                    f"prompt {i} has {len(p)} tokens but the model's context is "
-                    f"{self._context}; shorten it (drop early turns or the document)")
-            if max(p) >= self.n_vocab or min(p) < 0:
-                raise PolicyError(f"prompt {i} has a token id outside [0, {self.n_vocab})")
+        prompts = checked_prompts(prompts, self._context, self.n_vocab)
         if not prompts:
             return []
         base_seed = params.seed if params.seed is not None else secrets.randbits(63)
