@@ -7,7 +7,6 @@ one call behind ``spadework eval``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import time
@@ -31,6 +30,7 @@ from spadework.evaluate.summary import (
     summarize,
     write_samples,
 )
+from spadework.policy.registry import sha256_of
 
 Backend = Callable[[str | None], Any]
 PACKAGES = ("spadework", "torch", "transformers", "peft", "reasoning-gym", "math-verify",
@@ -93,14 +93,6 @@ def evaluate(policy: Any, suite: str | Any, out_dir: str | Path, *, preset: str 
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (out / REPORT_FILE).write_text(report_markdown(summary), encoding="utf-8")
     return summary
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -199,7 +191,7 @@ def load_policy(model: str | None = None, checkpoint: str | Path | None = None,
     if ckpt is not None:
         apply_checkpoint(policy, ckpt)
         info.update(checkpoint=str(ckpt),
-                    checkpoint_sha256=_sha256_file(ckpt / "trainable.safetensors"))
+                    checkpoint_sha256=sha256_of(ckpt / "trainable.safetensors"))
     return policy, info
 
 
