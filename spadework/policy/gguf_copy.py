@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
 
@@ -56,6 +57,12 @@ def dequantised_copy(src: str | Path, dst: str | Path, dtype: str = "f16") -> Pa
             writer.add_tensor(t.name, data.astype(np.float16))
         else:
             writer.add_tensor(t.name, gguf.quants.quantize(data, q.BF16), raw_dtype=q.BF16)
+    return finish_gguf(writer, tmp, dst)
+
+
+def finish_gguf(writer: Any, tmp: Path, dst: Path) -> Path:
+    """Write a ``gguf.GGUFWriter`` opened on ``tmp`` (header, metadata, tensors), close it, and
+    rename ``tmp`` to ``dst``, so that ``dst`` is whole or absent; returns ``dst``."""
     try:
         writer.write_header_to_file()
         writer.write_kv_data_to_file()

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import PolicyError
+from spadework.policy.gguf_copy import finish_gguf
 
 #: GGUF architectures whose adapters this module writes, and whether q/k rows are permuted.
 PERMUTES_QK = {"llama": True, "qwen2": False}
@@ -151,11 +152,4 @@ def write_adapter(path: str | Path, pairs: Mapping[str, LoraPair], base: BaseSha
             b = permute_rows(b, heads)
         writer.add_tensor(target + ".lora_a", np.ascontiguousarray(pair.a, dtype=np.float32))
         writer.add_tensor(target + ".lora_b", np.ascontiguousarray(b))
-    try:
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-    finally:
-        writer.close()
-    tmp.replace(path)
-    return path
+    return finish_gguf(writer, tmp, path)
