@@ -43,5 +43,7 @@ def test_a_lora_checkpoint_evaluates_as_the_trained_weights(tmp_path):
         want = trained.model(input_ids=ids).logits
         got = policy.model(input_ids=ids).logits
         base = load_hf_policy(None).model(input_ids=ids).logits
-    assert torch.allclose(got, want, atol=1e-4)
-    assert not torch.allclose(got, base, atol=1e-3)
+    # Merging the adapter into the weights rounds differently from running it beside them: logits
+    # near 40 move by about 1e-4. The adapter itself moves them by about 10.
+    assert (got - want).abs().max() < 1e-2
+    assert (got - base).abs().max() > 1.0
