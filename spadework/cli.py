@@ -455,6 +455,15 @@ def run_cmd(
     backend: _Backend = typer.Option(None, "--backend", help="The sampler: llamacpp (the fast CPU "
                                      "engine, each update synced in) or hf (transformers; default: "
                                      "the preset's)."),
+    designer_model: str = typer.Option(None, "--designer-model", help="The designer's own model: "
+                                       "a registry name, a folder, or an OpenAI-compatible endpoint "
+                                       "http://HOST:PORT/v1#MODEL (then frozen). Default: --model, "
+                                       "one model for both roles."),
+    agent_model: str = typer.Option(None, "--agent-model", help="The agent's own model (default: "
+                                    "--model)."),
+    freeze: list[str] = typer.Option(None, "--freeze", help="A role whose weights never change "
+                                     "(designer or agent; repeat for both). With one shared model a "
+                                     "frozen role samples with the adapter off."),
     seed: int = typer.Option(None, help="Run seed: every random choice derives from it."),
     policy: str = typer.Option(None, "--policy", hidden=True,
                                help="MODULE:FACTORY returning a Policy (tests only)."),
@@ -472,7 +481,9 @@ def run_cmd(
     with _reported(SpadeworkError):
         cfg = load_config(config, preset_name=preset.value if preset else None)
         top = {k: v for k, v in (("iterations", iterations), ("model", model), ("run_seed", seed),
-                                 ("backend", backend.value if backend else None)) if v is not None}
+                                 ("backend", backend.value if backend else None),
+                                 ("designer_model", designer_model), ("agent_model", agent_model),
+                                 ("frozen", tuple(freeze) if freeze else None)) if v is not None}
         if no_train:
             top["train"] = False
         cfg = override(cfg, top)
@@ -487,8 +498,10 @@ def run_cmd(
                 factory = getattr(importlib.import_module(mod), fn)
             except (ImportError, AttributeError) as e:
                 raise ConfigError(f"--policy {policy}: {e}") from e
+        roles = ("" if cfg.shared else f", designer {cfg.role_model('designer') or 'default model'}, "
+                 f"agent {cfg.role_model('agent') or 'default model'}") + (f", frozen: {', '.join(cfg.frozen)}" if cfg.frozen else "")
         typer.echo(f"spadework run: preset {cfg.preset}, {cfg.iterations} iterations, "
-                   f"{'training' if cfg.train else 'no training'}, run dir {run_dir}")
+                   f"{'training' if cfg.train else 'no training'}{roles}, run dir {run_dir}")
         with StageDisplay() as display:
             out = run_command(cfg, run_dir, resume=resume, policy_factory=factory, progress=display)
     for m in out:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spadework.config import RunConfig
 from spadework.designer.run import DesignConfig, DesignSummary
@@ -53,9 +52,9 @@ def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
                 policy_factory: Callable[[], Policy] | None = None,
                 progress: Progress | None = None) -> list[IterationMetrics]:
     """``spadework run``: the checks that need no model first (the run directory's state, the
-    model's name), then load the sampling backend (``policy_factory`` replaces it; tests pass a
-    scripted one) and, when training, the learner on its trainable twin and the weight sync
-    between them, then run the loop."""
+    models' names), then load each role's model on the sampling backend (``policy_factory``
+    replaces it; tests pass a scripted one) and, for each model that trains, the learner on its
+    trainable twin and the weight sync between them (:func:`load_roles`), then run the loop."""
     from spadework.loop import run
 
     from spadework.loggers import check_available
@@ -63,26 +62,47 @@ def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
     check_run_dir(run_dir, resume=resume)
     check_available(cfg.log)  # a logger asked for but not installed fails before a model loads
     if policy_factory is None:
+        from spadework.config import is_endpoint
         from spadework.policy.registry import check_model
 
-        check_model(cfg.model)
-    if policy_factory is not None:
-        policy = policy_factory()
-    else:
-        from spadework.policy.load import load_policy
+        for role in ("agent", "designer"):
+            if not is_endpoint(cfg.role_model(role)):
+                check_model(cfg.role_model(role))
+    parts = load_roles(cfg, policy_factory)
+    return run(cfg, run_dir, resume=resume, progress=progress, **parts)
 
-        policy = load_policy(cfg.backend, cfg.model, max_batch_size=cfg.policy_batch,
-                             threads=cfg.threads)
-    learner = sync = None
-    if cfg.train:
-        from spadework.policy.load import learner_policy
+
+def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = None) -> dict[str, Any]:
+    """The models of ``cfg``'s roles as ``loop.run`` takes them: ``policy`` (the agent's, and the
+    designer's when shared) and, for a designer of its own, ``designer``; a learner and weight
+    sync for each model that trains (``policy_factory`` replaces loading a model)."""
+    from spadework.config import is_endpoint
+    from spadework.policy.load import learner_policy, load_endpoint, load_policy
+
+    def load(role: str) -> Policy:
+        if policy_factory is not None:
+            return policy_factory()
+        if is_endpoint(cfg.role_model(role)):
+            return load_endpoint(cfg.role_model(role))
+        return load_policy(cfg.backend, cfg.role_model(role), max_batch_size=cfg.policy_batch,
+                           threads=cfg.threads)
+
+    def trained(policy: Policy) -> tuple[Any, Any]:
         from spadework.train.grpo import Learner
         from spadework.train.sync import weight_sync_for
 
         learner = Learner(learner_policy(policy), cfg.learner)
-        sync = weight_sync_for(policy, learner)
-    return run(cfg, run_dir, policy=policy, learner=learner, sync=sync, resume=resume,
-               progress=progress)
+        return learner, weight_sync_for(policy, learner)
+
+    parts: dict[str, Any] = {"policy": load("agent")}
+    roles_here = set(cfg.trained_roles) & ({"agent", "designer"} if cfg.shared else {"agent"})
+    if roles_here:
+        parts["learner"], parts["sync"] = trained(parts["policy"])
+    if not cfg.shared:
+        parts["designer"] = load("designer")
+        if "designer" in cfg.trained_roles:
+            parts["designer_learner"], parts["designer_sync"] = trained(parts["designer"])
+    return parts
 
 
 def check_run_dir(run_dir: Path, *, resume: bool) -> None:

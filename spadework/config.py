@@ -23,10 +23,20 @@ from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
 from spadework.evaluate.inrun import EvalConfig
 from spadework.loggers import LogConfig
-from spadework.policy.load import BACKENDS
+from spadework.policy.load import BACKENDS, split_endpoint
 from spadework.reward import RewardConfig
 from spadework.rollout import PlayConfig
+from spadework.train.batch import ROLES
 from spadework.train.grpo import TrainConfig
+
+
+def is_endpoint(model: str | None) -> bool:
+    """Whether a model setting names an OpenAI-compatible endpoint (``http(s)://...``).
+
+    >>> is_endpoint("http://localhost:8000/v1#Qwen/Qwen3-4B"), is_endpoint("smollm2-135m-instruct")
+    (True, False)
+    """
+    return isinstance(model, str) and model.startswith(("http://", "https://"))
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,16 @@ class RunConfig:
     CPU engine; the learner trains a transformers twin and each update is synced into it) or
     ``hf`` (transformers, sampling from the module it trains). ``threads``: the llamacpp
     engine's threads (None: half the cores this process may use, at least 1).
+
+    Roles. ``model`` plays both roles by default, one shared model trained on both roles'
+    samples (the paper's setting). ``designer_model`` / ``agent_model`` give a role its own
+    model (a registry name or folder; the designer may also be an OpenAI-compatible endpoint,
+    ``http://HOST:PORT/v1#MODEL``, which is never trained here); None or the same name as the
+    other role's keeps them shared. ``frozen`` lists roles whose weights never change: with a
+    shared model a frozen role samples with the adapter disabled (the base weights) while the
+    other role trains; with its own model it gets no learner. ``frozen = ["designer"]`` is the
+    reference's fixed-designer baseline. Each trained model has its own learner, checkpoint
+    (``checkpoints/``, and ``checkpoints/designer/`` for a separate designer) and weight sync.
     """
 
     preset: str = "cpu"
@@ -55,6 +75,9 @@ class RunConfig:
     policy_batch: int = 16
     backend: str = "llamacpp"
     threads: int | None = None
+    designer_model: str | None = None
+    agent_model: str | None = None
+    frozen: tuple[str, ...] = ()
     design: DesignConfig = field(default_factory=DesignConfig)
     play: PlayConfig = field(default_factory=PlayConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
@@ -73,12 +96,43 @@ class RunConfig:
             raise ConfigError(f"RunConfig.backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ConfigError(f"RunConfig.threads must be an integer >= 1 or unset, got {self.threads!r}")
+        unknown = [r for r in self.frozen if r not in ROLES]
+        if unknown or len(set(self.frozen)) != len(self.frozen):
+            raise ConfigError(f"RunConfig.frozen lists roles ({', '.join(ROLES)}), each once; got "
+                              f"{list(self.frozen)!r}")
+        if self.train and set(self.frozen) == set(ROLES):
+            raise ConfigError("RunConfig.frozen freezes both roles, so nothing trains: set "
+                              "train = false (--no-train) instead")
+        if is_endpoint(self.role_model("designer")):
+            split_endpoint(self.role_model("designer"))  # says how to name the served model
+        if is_endpoint(self.role_model("designer")) and "designer" in self.trained_roles:
+            raise ConfigError(f"the designer's model {self.role_model('designer')} is an OpenAI-compatible "
+                              "endpoint, which this run cannot train: add \"designer\" to frozen "
+                              "(--freeze designer)")
+        if is_endpoint(self.role_model("agent")):
+            raise ConfigError("only the designer may be an OpenAI-compatible endpoint: the agent's "
+                              "turns need token ids and logprobs from a local model")
 
     @property
     def check(self) -> CheckConfig:
         """How this run checks environments: built with the turn limit they are played with
         (``play.max_turns``), so whatever the run plays has passed the checker under its limit."""
         return CheckConfig(max_turns=self.play.max_turns)
+
+    def role_model(self, role: str) -> str | None:
+        """The model name ``role`` plays with (None: the registry's default)."""
+        own = self.designer_model if role == "designer" else self.agent_model
+        return own if own is not None else self.model
+
+    @property
+    def shared(self) -> bool:
+        """One model plays both roles (the default)."""
+        return self.role_model("designer") == self.role_model("agent")
+
+    @property
+    def trained_roles(self) -> tuple[str, ...]:
+        """The roles whose weights this run updates (none without training)."""
+        return tuple(r for r in ROLES if r not in self.frozen) if self.train else ()
 
     @property
     def setting(self) -> str:

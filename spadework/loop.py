@@ -52,6 +52,7 @@ from spadework.seeding import derive_rng, derive_seed
 from spadework.stage import (  # noqa: F401 (RunContext: the loop's API, re-exported)
     IterationMetrics,
     Plan,
+    RoleTrainer,
     RunContext,
     StageResult,
     Trainer,
@@ -108,7 +109,7 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
     ctx.progress.stage("design", f"{cc.designs_per_regen} slots, skills: {', '.join(s.name for s in skills)}")
     try:
         results = design_environments(
-            ctx.policy, ctx.sandbox, ctx.archive, ctx.corpus(), n=cc.designs_per_regen,
+            ctx.role_policy("designer"), ctx.sandbox, ctx.archive, ctx.corpus(), n=cc.designs_per_regen,
             iteration=it.i, run_seed=ctx.cfg.run_seed, skills=skills, cfg=ctx.cfg.design,
             check_config=ctx.cfg.check, progress=lambda done, total: ctx.progress.advance("design", done, total))
     except PolicyError as e:  # the designer failed as a whole: an iteration without fresh envs
@@ -147,7 +148,7 @@ def _hints(ctx: RunContext, it: _Iteration) -> StageResult:
     instances this iteration plays (the same run seed and play count as :func:`_play`)."""
     from spadework.hints import write_hints
 
-    report = write_hints(ctx.policy, it.envs(), sandbox=ctx.sandbox, archive=ctx.archive,
+    report = write_hints(ctx.role_policy("designer"), it.envs(), sandbox=ctx.sandbox, archive=ctx.archive,
                          run_seed=derive_seed(ctx.cfg.run_seed, it.i), iteration=it.i,
                          plays=ctx.cfg.plays, max_turns=ctx.cfg.play.max_turns)
     figures = {"written": sum(1 for o in report.outcomes if o.hint), "sources": report.sources,
@@ -176,7 +177,7 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
                        f"up to {ctx.cfg.play.max_turns} turns each (progress in turns)"
                        + (f" ({sum(unwinnable.values())} instances dropped: solution() loses them)"
                           if unwinnable else ""))
-    eps = play(ctx.policy, ctx.sandbox, jobs, ctx.cfg.play, seed=derive_seed(ctx.cfg.run_seed, it.i, "play"),
+    eps = play(ctx.role_policy("agent"), ctx.sandbox, jobs, ctx.cfg.play, seed=derive_seed(ctx.cfg.run_seed, it.i, "play"),
                progress=lambda done, total: ctx.progress.advance("play", done, total))
     return StageResult({"episodes": len(eps), "statuses": M.statuses(eps), "tokens": M.output_tokens(eps),
                         "unwinnable_instances": unwinnable},
@@ -210,44 +211,77 @@ def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
 
 
 def _train(ctx: RunContext, it: _Iteration) -> StageResult:
+    """One GRPO step per trained model on the samples of the roles it trains (a frozen role's
+    designs are credited and consumed, not trained on), its weights synced to its sampler, and
+    a checkpoint per trained model."""
     from spadework.designer.credit import designer_assembly, reference_designer_scale
     from spadework.train.batch import agent_assembly
-    from spadework.train.checkpoint import checkpoint_meta, save_rotating
 
-    if ctx.learner is None:
+    trainers = ctx.trainers()
+    if not trainers:
         return StageResult({"note": "training is off (--no-train)"}, it.plan)
     cfg, a = ctx.cfg, ctx.archive
+    trained = {r for t in trainers for r in t.roles}
     ready = a.ready_attempts()
     keys = [att.key for att in ready]
     agent = agent_assembly(it.episodes(), format_weight=cfg.reward.format_weight)
     scale = cfg.reward.designer_scale or reference_designer_scale(
         len(agent.samples), len(ready), cfg.curriculum.regen_interval)
-    designer = designer_assembly(ready, scheme=cfg.reward.designer_scheme, scale=scale)
-    samples = [*designer.samples, *agent.samples]
-    figures: dict[str, Any] = {"agent_samples": len(agent.samples), "designer_samples": len(designer.samples),
+    designer = designer_assembly(ready if "designer" in trained else [],
+                                 scheme=cfg.reward.designer_scheme, scale=scale)
+    samples = [*designer.samples, *(agent.samples if "agent" in trained else [])]
+    figures: dict[str, Any] = {"agent_samples": sum(s.role == "agent" for s in samples),
+                               "designer_samples": len(designer.samples),
                                "dropped": {**agent.dropped, **designer.dropped}}
-    root = ctx.run_dir / "checkpoints"
-    if ctx.trained_through >= it.i:  # killed after the checkpoint was written, before the commit
-        return StageResult(checkpoint_meta(root).get("figures", figures), it.plan,
-                           lambda arch: arch.mark_trained(keys, it.i))
+    if cfg.frozen:
+        figures["frozen"] = list(cfg.frozen)
+    for t in trainers:
+        mine = _train_one(ctx, it, t, [s for s in samples if s.role in t.roles])
+        if len(trainers) > 1:
+            figures.setdefault("learners", {})[t.name] = mine
+        _merge_step(figures, mine)
+    return StageResult(figures, it.plan, lambda arch: arch.mark_trained(keys, it.i))
+
+
+def _train_one(ctx: RunContext, it: _Iteration, t: RoleTrainer, samples: list[Any]) -> dict[str, Any]:
+    """``t``'s step on ``samples`` (or why none), its sync, and its checkpoint for iteration
+    ``it.i``; the step's figures."""
+    from spadework.train.checkpoint import checkpoint_meta, save_rotating
+
+    if ctx.trained_through.get(t.name, -1) >= it.i:  # killed after the checkpoint, before the commit
+        return checkpoint_meta(t.root).get("figures", {})
+    figures: dict[str, Any] = {}
     if not samples:
         figures["note"] = "no update: nothing to train on"
-    elif cfg.learner.kl_coef == 0 and all(s.advantage == 0 for s in samples):
+    elif ctx.cfg.learner.kl_coef == 0 and all(s.advantage == 0 for s in samples):
         figures["note"] = "no update: every advantage is 0 (each group scored alike), no gradient"
     else:
-        ctx.progress.stage("train", f"{len(samples)} samples ({len(designer.samples)} designer)")
-        figures.update(ctx.learner.step(samples))
-        ctx.progress.stage("train", "loss " + ", ".join(
+        who = "" if t.name == "policy" else f"{t.name} model: "
+        ctx.progress.stage("train", f"{who}{len(samples)} samples "
+                           f"({sum(s.role == 'designer' for s in samples)} designer)")
+        figures.update(t.learner.step(samples))
+        ctx.progress.stage("train", who + "loss " + ", ".join(
             f"{role} {figures[f'loss_{role}']:+.4f}" for role in ROLES if figures.get(f"loss_{role}") is not None))
-        if ctx.sync is not None:
+        if t.sync is not None:
             start = time.monotonic()
-            ctx.sync.push(ctx.learner)  # the sampler plays the next iteration with these weights
+            t.sync.push(t.learner)  # the sampler plays the next iteration with these weights
             figures["sync_seconds"] = round(time.monotonic() - start, 3)
     # a checkpoint per trained iteration, update or not, so that resume always finds this one
-    keep = (it.i + 1) % cfg.checkpoint_every == 0 or it.i == cfg.iterations - 1
-    save_rotating(ctx.learner, root, it.i, keep=keep, extra={"figures": figures})
-    ctx.trained_through = it.i
-    return StageResult(figures, it.plan, lambda arch: arch.mark_trained(keys, it.i))
+    keep = (it.i + 1) % ctx.cfg.checkpoint_every == 0 or it.i == ctx.cfg.iterations - 1
+    save_rotating(t.learner, t.root, it.i, keep=keep, extra={"figures": figures})
+    ctx.trained_through[t.name] = it.i
+    return figures
+
+
+def _merge_step(figures: dict[str, Any], step: Mapping[str, Any]) -> None:
+    """Fold one model's step figures into the stage's: a role's figures come from the model
+    that trains it (the others report None for it), the first model's scalars win."""
+    for key, value in step.items():
+        if key == "importance_ratio" and isinstance(figures.get(key), dict):
+            figures[key] = {r: figures[key].get(r) if figures[key].get(r) is not None else v
+                            for r, v in {**figures[key], **value}.items()}
+        elif figures.get(key) is None:
+            figures[key] = value
 
 
 def _eval(ctx: RunContext, it: _Iteration) -> StageResult:
@@ -258,7 +292,7 @@ def _eval(ctx: RunContext, it: _Iteration) -> StageResult:
     if not eval_due(ctx.cfg.eval, it.i):
         return StageResult({"due": False}, it.plan)
     ctx.progress.stage("eval", f"{', '.join(ctx.cfg.eval.suites)} ({ctx.cfg.eval.preset} preset)")
-    figures = evaluate_policy(ctx.policy, ctx.cfg.eval, ctx.run_dir / "eval" / f"iter_{it.i:04d}",
+    figures = evaluate_policy(ctx.role_policy("agent"), ctx.cfg.eval, ctx.run_dir / "eval" / f"iter_{it.i:04d}",
                               sandbox=ctx.sandbox, held_out=ctx.cfg.curriculum.held_out)
     return StageResult({"due": True, **figures}, it.plan)
 
@@ -324,15 +358,20 @@ def write_metrics_file(archive: Archive, run_dir: Path) -> Path:
 
 def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer | None = None,
         sync: WeightSync | None = None, resume: bool = False, progress: Progress | None = None,
-        corpus: Callable[[], Corpus] | None = None) -> list[IterationMetrics]:
+        corpus: Callable[[], Corpus] | None = None, designer: Policy | None = None,
+        designer_learner: Trainer | None = None,
+        designer_sync: WeightSync | None = None) -> list[IterationMetrics]:
     """Run ``cfg.iterations`` iterations in ``run_dir`` (archive, ``metrics.jsonl``,
     checkpoints) with ``policy``; with ``resume``, continue a killed or finished run there.
 
-    ``learner`` trains ``policy``'s weights (``spadework.train.Learner(learner_policy(policy),
-    cfg.learner)``); it is needed when ``cfg.train`` and restored from the run's latest
-    checkpoint when resuming. ``sync`` (``spadework.train.weight_sync_for(policy, learner)``)
-    moves its weights to ``policy`` after each update and after a restore; None when the policy
-    samples from the learner's own module.
+    ``policy`` plays the agent and, unless ``designer`` (a separate designer model) is given,
+    designs too. ``learner`` trains ``policy``'s weights (``spadework.train.Learner(
+    learner_policy(policy), cfg.learner)``) on the samples of every role ``cfg`` trains that it
+    plays; ``designer_learner`` trains a separate designer's. Each trained model's learner is
+    needed when ``cfg.train`` and is restored from its latest checkpoint when resuming. ``sync``
+    / ``designer_sync`` (``spadework.train.weight_sync_for(policy, learner)``) move a learner's
+    weights to its sampler after each update and after a restore; None when the policy samples
+    from the learner's own module.
     ``corpus`` loads the grounding corpus (default: the pulled default corpus). Raises
     ConfigError when ``run_dir`` holds a run and ``resume`` is false, or the other way round.
     """
@@ -341,9 +380,14 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
     from spadework.sandbox import Limits, Sandbox
     from spadework.train.checkpoint import latest_checkpoint
 
-    if cfg.train and learner is None:
-        raise ConfigError("cfg.train needs a learner: pass spadework.train.Learner(policy, "
-                          "cfg.learner), or set train = false")
+    trains = set(cfg.trained_roles) if designer is None else set(cfg.trained_roles) & {"agent"}
+    if trains and learner is None:
+        raise ConfigError(f"cfg.train trains the {' and '.join(sorted(trains))} role on this model "
+                          "and needs a learner: pass spadework.train.Learner(policy, cfg.learner), "
+                          "or set train = false")
+    if designer is not None and "designer" in cfg.trained_roles and designer_learner is None:
+        raise ConfigError("the separate designer model trains and needs designer_learner= (or "
+                          "freeze it: frozen = [\"designer\"])")
     run_dir, progress = Path(run_dir), progress or Silent()
     with Archive.open(archive_path(run_dir)) as archive:
         prog = archive.load_state("progress")
@@ -359,18 +403,26 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
                 if not archive.starters_checked_at(cfg.play.max_turns):
                     progress.stage("setup", f"checking the starter library at max_turns={cfg.play.max_turns}")
                     archive.import_starter(checked_starters(sb, cfg.check))
-                archive.save_state("config", {"preset": cfg.preset, "model": cfg.model,
-                                              "run_seed": cfg.run_seed, "train": cfg.train})
+                archive.save_state("config", {
+                    "preset": cfg.preset, "model": cfg.model, "run_seed": cfg.run_seed,
+                    "train": cfg.train, "designer_model": cfg.role_model("designer"),
+                    "agent_model": cfg.role_model("agent"), "frozen": list(cfg.frozen)})
             ctx = RunContext(cfg, run_dir, archive, policy, sb, learner if cfg.train else None,
                              sync if cfg.train else None,
-                             corpus or functools.cache(default_corpus), progress)
-            latest = latest_checkpoint(run_dir / "checkpoints") if resume and ctx.learner else None
-            if latest is not None:
-                ctx.learner.load(latest[1])
-                ctx.trained_through = latest[0]
-                if ctx.sync is not None:
-                    ctx.sync.push(ctx.learner)
-                progress.stage("setup", f"learner restored from {latest[1].name}")
+                             corpus or functools.cache(default_corpus), progress,
+                             designer_policy=designer,
+                             designer_learner=designer_learner if cfg.train else None,
+                             designer_sync=designer_sync if cfg.train else None)
+            for t in ctx.trainers() if resume else ():
+                latest = latest_checkpoint(t.root)
+                if latest is None:
+                    continue
+                t.learner.load(latest[1])
+                ctx.trained_through[t.name] = latest[0]
+                if t.sync is not None:
+                    t.sync.push(t.learner)
+                who = "learner" if t.name == "policy" else f"{t.name} model's learner"
+                progress.stage("setup", f"{who} restored from {latest[1].name}")
             loggers = open_loggers(cfg.log, run_dir, dataclasses.asdict(cfg))
             try:
                 out = []

@@ -1,8 +1,8 @@
 """The records the loop's stages pass each other, and the protocols of the live parts it drives.
 
-``RunContext`` holds the run's live parts (archive, sandbox, policy, learner, sync); a stage
-returns a ``StageResult`` (figures, the ``Plan`` after it, its archive writes); an iteration
-ends as one ``IterationMetrics`` line. Kept apart from ``loop.py`` so that the loop reads as the
+``RunContext`` holds the run's live parts (archive, sandbox, the roles' policies, learners and
+syncs); a stage returns a ``StageResult`` (figures, the ``Plan`` after it, its archive writes);
+an iteration ends as one ``IterationMetrics`` line. Kept apart from ``loop.py`` so that the loop reads as the
 stages and their order only.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from spadework.archive import Archive
 from spadework.config import RunConfig
 from spadework.corpus import Corpus
-from spadework.policy.base import Policy
+from spadework.policy.base import BaseWeights, Policy
 from spadework.progress import Progress, Silent
 from spadework.train.batch import Sample
 from spadework.train.sync import WeightSync
@@ -38,13 +38,29 @@ class Trainer(Protocol):
     def load(self, directory: str | Path) -> None: ...
 
 
+@dataclass(frozen=True)
+class RoleTrainer:
+    """One trained model of a run: its ``learner``, the roles whose samples it trains on, the
+    ``sync`` that moves its weights to the sampler, and ``root``, where its checkpoints go."""
+
+    name: str  # "policy" (the shared model), "agent" or "designer" (a role's own model)
+    roles: tuple[str, ...]
+    learner: Trainer
+    sync: WeightSync | None
+    root: Path
+
+
 @dataclass
 class RunContext:
-    """The live parts of a run (not a record: it holds the archive, sandbox, policy and learner).
+    """The live parts of a run (not a record: it holds the archive, sandbox, policies and
+    learners).
 
-    ``corpus()`` loads the grounding corpus on first use; ``sync`` moves the learner's weights
-    to the sampler after each update; ``trained_through`` is the last iteration the learner's
-    loaded checkpoint includes.
+    ``policy`` plays the agent, and designs too unless ``designer_policy`` (a separate designer
+    model) is given; ``learner`` trains ``policy``'s model on the roles ``cfg`` trains (all but
+    the frozen ones), ``designer_learner`` the separate designer's. ``corpus()`` loads the
+    grounding corpus on first use; each ``sync`` moves its learner's weights to the sampler after
+    each update; ``trained_through`` is, per trainer name, the last iteration its loaded
+    checkpoint includes.
     """
 
     cfg: RunConfig
@@ -56,7 +72,32 @@ class RunContext:
     sync: WeightSync | None = None
     corpus: Callable[[], Corpus] = field(default=lambda: default_corpus())
     progress: Progress = field(default_factory=Silent)
-    trained_through: int = -1
+    designer_policy: Policy | None = None
+    designer_learner: Trainer | None = None
+    designer_sync: WeightSync | None = None
+    trained_through: dict[str, int] = field(default_factory=dict)
+
+    def role_policy(self, role: str) -> Policy:
+        """What plays ``role``: the separate designer model, else the shared ``policy``, with
+        its adapter switched off for a frozen role while the other role trains it."""
+        if role == "designer" and self.designer_policy is not None:
+            return self.designer_policy
+        if role in self.cfg.frozen and self.learner is not None and self.designer_policy is None:
+            return BaseWeights(self.policy)
+        return self.policy
+
+    def trainers(self) -> list[RoleTrainer]:
+        """The models this run trains, each with the roles it learns from (none without
+        training, or when no learner was given)."""
+        shared, out = self.designer_policy is None, []
+        roles = tuple(r for r in self.cfg.trained_roles if shared or r == "agent")
+        if self.learner is not None and roles:
+            out.append(RoleTrainer("policy" if shared else "agent", roles, self.learner, self.sync,
+                                   self.run_dir / "checkpoints"))
+        if not shared and self.designer_learner is not None and "designer" in self.cfg.trained_roles:
+            out.append(RoleTrainer("designer", ("designer",), self.designer_learner,
+                                   self.designer_sync, self.run_dir / "checkpoints" / "designer"))
+        return out
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ statuses, designer outcomes, kill-and-resume).
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import secrets
 import time
@@ -161,3 +162,34 @@ def trainable_policy_factory() -> ScriptedPolicy:
     policy.model = LlamaForCausalLM(cfg).eval()
     policy.pad_token_id = 0
     return policy
+
+
+class RecordingSync:
+    """A weight sync that records when it was pushed, relative to the learner's steps."""
+
+    def __init__(self, learner):
+        self.learner, self.pushed_after = learner, []
+
+    def push(self, learner):
+        assert learner is self.learner
+        self.pushed_after.append(len(learner.steps))
+
+
+class RecordingLearner:
+    """Stands in for ``train.grpo.Learner`` (whose real test needs the model): records the
+    samples of each step and writes a checkpoint folder like the real one."""
+
+    def __init__(self):
+        self.steps: list[list] = []
+
+    def step(self, samples):
+        self.steps.append(list(samples))
+        return {"loss": 0.0, "samples": float(len(samples)), "grad_norm": 1.0}
+
+    def save(self, directory):
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        (Path(directory) / "learner.json").write_text(json.dumps({"steps": len(self.steps)}))
+        return Path(directory)
+
+    def load(self, directory):
+        self.loaded = Path(directory)

@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from scripted_policy import ScriptedPolicy, designing_script, half_solving_script
+from scripted_policy import (
+    RecordingLearner,
+    RecordingSync,
+    ScriptedPolicy,
+    designing_script,
+    half_solving_script,
+)
 from starters import starter_records
 
 from spadework import reward
@@ -221,34 +227,6 @@ def test_training_run_checkpoints_and_resumes_with_the_default_model(tmp_path):
     assert [m.iteration for m in out] == [1]
     assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text())["iteration"] == 1
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
-
-
-class RecordingSync:
-    """A weight sync that records when it was pushed, relative to the learner's steps."""
-
-    def __init__(self, learner):
-        self.learner, self.pushed_after = learner, []
-
-    def push(self, learner):
-        assert learner is self.learner
-        self.pushed_after.append(len(learner.steps))
-
-
-class RecordingLearner:
-    """Stands in for ``train.grpo.Learner`` (whose real test needs the model): records the
-    samples of each step and writes a checkpoint folder like the real one."""
-
-    def __init__(self):
-        self.steps: list[list] = []
-
-    def step(self, samples):
-        self.steps.append(list(samples))
-        return {"loss": 0.0, "samples": float(len(samples)), "grad_norm": 1.0}
-
-    def save(self, directory):
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        (Path(directory) / "learner.json").write_text(json.dumps({"steps": len(self.steps)}))
-        return Path(directory)
 
 
 def test_train_stage_gets_both_roles_and_marks_them(tmp_path, cfg):

@@ -182,3 +182,26 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
     if not hits:
         return text, False
     return text[: min(hits)], True
+
+
+class BaseWeights:
+    """``policy`` sampled with its base weights: each ``chat`` runs inside
+    ``policy.base_weights()``, so the LoRA adapter the learner trains (for the other role) is
+    off for these calls and on for everyone else's. How a frozen role shares a trained model.
+
+    ``policy`` must have ``base_weights()`` (``HFPolicy``, ``LlamaCppPolicy``).
+    """
+
+    def __init__(self, policy: Any) -> None:
+        if not callable(getattr(policy, "base_weights", None)):
+            raise ConfigError(f"a {type(policy).__name__} cannot switch its adapter off; give the "
+                              "frozen role its own model (designer_model / agent_model)")
+        self.policy = policy
+
+    @property
+    def context_length(self) -> int:
+        return self.policy.context_length
+
+    def chat(self, conversations: Sequence[ConversationLike], params: SamplingParams) -> list[Completion]:
+        with self.policy.base_weights():
+            return self.policy.chat(conversations, params)

@@ -12,8 +12,9 @@ in place and the next ``chat`` call samples from the new weights.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,15 @@ class HFPolicy:
     def prompt_ids(self, conversation: ConversationLike) -> list[int]:
         """Token ids of the conversation rendered by the chat template, ready for the answer."""
         return chat_prompt_ids(self.tokenizer, conversation)
+
+    @contextlib.contextmanager
+    def base_weights(self) -> Iterator[HFPolicy]:
+        """Sample with the base weights inside the block: a LoRA adapter the learner wrapped
+        around this model is disabled (and still trained; nothing is unloaded). Without an
+        adapter the weights are the base weights already."""
+        disable = getattr(self.model, "disable_adapter", None)
+        with disable() if disable is not None else contextlib.nullcontext():
+            yield self
 
     def chat(
         self, conversations: Sequence[ConversationLike], params: SamplingParams

@@ -43,6 +43,7 @@ has no batched kernel. Truncated importance sampling (cap 2) corrects what is le
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import secrets
@@ -50,7 +51,7 @@ import os
 import sys
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,7 @@ class LlamaCppPolicy:
         self._kv: dict[int, list[int]] = {}  # sequence -> the tokens its KV cells hold
         self.reused_tokens = 0  # prompt tokens served from cached prefixes, not recomputed
         self._adapter: Any = None
+        self._adapter_off = False  # inside base_weights(): sample without the adapter
         vocab = self._ll.llama_model_get_vocab(self._model)
         self.n_vocab = int(self._ll.llama_vocab_n_tokens(vocab))
         if len(tokenizer) > self.n_vocab:
@@ -236,6 +238,24 @@ class LlamaCppPolicy:
             if old is not None:
                 self._ll.llama_adapter_lora_free(old)
 
+    @contextlib.contextmanager
+    def base_weights(self) -> Iterator[LlamaCppPolicy]:
+        """Sample with the base weights inside the block: the adapter is switched off, not
+        freed, and switched back on at the end (each switch drops the cached prefixes, whose
+        keys and values were computed with the other weights)."""
+        self._switch_adapter(off=True)
+        try:
+            yield self
+        finally:
+            self._switch_adapter(off=False)
+
+    def _switch_adapter(self, *, off: bool) -> None:
+        with self._lock:
+            changed = self._adapter_off != off and self._adapter is not None
+            self._adapter_off = off
+            if changed and self._ctx is not None:
+                self._apply_adapter()
+
     def close(self) -> None:
         """Free the context, the adapter and the model (idempotent)."""
         ll = getattr(self, "_ll", None)
@@ -293,7 +313,7 @@ class LlamaCppPolicy:
     def _apply_adapter(self) -> None:
         self._forget()  # cached keys and values were computed with the old weights
         ll = self._ll
-        if self._adapter is None:
+        if self._adapter is None or self._adapter_off:
             rc = ll.llama_set_adapters_lora(self._ctx, None, 0, None)
         else:
             adapters = (ll.llama_adapter_lora_p_ctypes * 1)(self._adapter)

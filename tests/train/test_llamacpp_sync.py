@@ -98,3 +98,36 @@ def test_adapter_writer_rejects_what_llama_cpp_cannot_apply(tmp_path):
     with pytest.raises(PolicyError, match="no GGUF tensor"):
         write_adapter(tmp_path / "a.gguf", {"model.something_else": pair},
                       BaseShape("llama", 1, 2, 2))
+
+
+def test_base_weights_switch_the_adapter_off_in_both_engines_and_back_on(pair):
+    """A frozen role on a shared trained model samples with the adapter off: inside
+    ``base_weights()`` the engine and the learner's HF policy score like the untrained base,
+    outside like the trained weights (the adapter stays loaded and trained)."""
+    from spadework.policy.base import BaseWeights
+    from spadework.policy.hf import HFPolicy, teacher_forced_logprobs
+    from spadework.train import Sample
+
+    engine, learner, sync = pair
+    probe = engine.chat(["Name a colour."], SamplingParams(temperature=1.0, max_tokens=12, seed=3))[0]
+    if learner.steps == 0:  # this test alone: one update, so that the adapter is not the base
+        done = engine.chat(["Say yes."], SamplingParams(temperature=1.0, max_tokens=12, n=2, seed=1))
+        drawn = SamplingParams(temperature=1.0).record
+        learner.step([Sample("agent", c.prompt_ids, c.output_ids, c.logprobs, s, drawn)
+                      for c, s in zip(done, (1.0, -1.0))])
+        sync.push(learner)
+    trained = teacher_forced_logprobs(learner.model, probe.prompt_ids, probe.output_ids)
+    with learner.model.disable_adapter():
+        base = teacher_forced_logprobs(learner.model, probe.prompt_ids, probe.output_ids)
+    assert _gap(trained, base) > 3 * PROBE_TOL  # the adapter matters for this probe
+    twin = HFPolicy(learner.model, engine.tokenizer)
+    with engine.base_weights(), twin.base_weights():
+        assert _gap(engine.score(probe.prompt_ids, probe.output_ids), base) < PROBE_TOL
+        assert _gap(teacher_forced_logprobs(twin.model, probe.prompt_ids, probe.output_ids), base) < 1e-5
+    assert _gap(engine.score(probe.prompt_ids, probe.output_ids), trained) < PROBE_TOL
+    assert _gap(teacher_forced_logprobs(learner.model, probe.prompt_ids, probe.output_ids), trained) < 1e-5
+    # the view a frozen designer gets: its greedy reply is the base model's, the adapter's after
+    greedy = SamplingParams(temperature=0.0, max_tokens=8)
+    with engine.base_weights():
+        want = engine.chat(["Name a colour."], greedy)[0].output_ids
+    assert BaseWeights(engine).chat(["Name a colour."], greedy)[0].output_ids == want
