@@ -725,6 +725,31 @@ def eval_compare(
         out.write_text(json.dumps(result, indent=2) + "\n")
 
 
+runs_app = typer.Typer(help="Finished runs side by side.", no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.command("compare")
+def runs_compare(
+    run_dirs: list[Path] = typer.Argument(..., metavar="RUN_DIR...", help="Run folders (each "
+                                          "holds archive.sqlite and metrics.jsonl)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+) -> None:
+    """Per run and finished iteration: designs, environments played, unhinted win-rate shares,
+    regret, return, designer reward, losses, wall time; in-run and before/after evaluation
+    (archives are opened read-only)."""
+    from spadework.errors import ArchiveError
+    from spadework.report.runs import compare_runs, format_runs, runs_json
+
+    with _reported(ArchiveError):
+        runs = compare_runs(run_dirs)
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(runs_json(runs), indent=2))
+    else:
+        typer.echo(format_runs(runs))
+
 def main() -> None:
     app()
 

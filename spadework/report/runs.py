@@ -1,0 +1,347 @@
+"""``spadework runs compare``: runs one after another, a block per run and a row per finished
+iteration, as a table or as one JSON object.
+
+Everything is read from each run's archive, opened read-only (:func:`open_run`), and from its
+``eval/`` folder:
+
+- the played environments come from the per-iteration play statistics (``env_plays``: one row
+  per environment scored in an iteration) joined with the environments' origin. Their win rate
+  is the **unhinted** arm's (the agent without the hint, the arm the curriculum targets; a win
+  is a return > 0, see :func:`spadework.metrics.score_env`). Shown: how many were played and how
+  many of them were designed (not starters), the shares whose win rate lies in :data:`BAND`, is
+  exactly 0 and exactly 1, the pooled win rate (wins / plays) and the mean regret;
+- valid designs / attempts come from the designer attempts, on iterations whose design stage ran;
+- from the iteration's metrics record (the ``metrics.jsonl`` line): the agent's mean unhinted
+  return, the mean designer reward credited that iteration, the train stage's per-role losses,
+  the wall time (the stages' seconds, summed) and the in-run evaluation's scores;
+- held-out evaluation before and after training: when ``RUN_DIR/eval/before`` and
+  ``RUN_DIR/eval/after`` each hold a ``spadework eval --out`` folder, the paired comparison of
+  :func:`spadework.evaluate.compare.compare_paths` (after - before, bootstrap CI, Holm).
+
+A figure an iteration does not have (no design stage, no update, ``--no-train``) is None:
+``-`` in the table, ``null`` in JSON. The band is the reward's default plateau for every run, so
+that runs compare on one scale (the archive does not keep a run's ``[reward]`` band; the
+``band_share`` of its metrics uses that one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from spadework.metrics import band_share, stats
+from spadework.report.charts import metric
+from spadework.report.collect import open_run
+from spadework.report.terminal import sparkline
+from spadework.reward import RewardConfig
+
+#: The win-rate band [lo, hi] of every run's table: the reward's default plateau.
+BAND = (RewardConfig.lo, RewardConfig.hi)
+#: The longest sparkline: longer runs are averaged into this many blocks of iterations.
+SPARK_WIDTH = 40
+#: Where a run keeps the held-out evaluations made before and after it (``eval --out``).
+BEFORE, AFTER = Path("eval") / "before", Path("eval") / "after"
+
+
+@dataclass(frozen=True)
+class IterationRow:
+    """One finished iteration's figures (None where the iteration has none)."""
+
+    iteration: int
+    valid_designs: int | None
+    design_attempts: int | None
+    played: int
+    played_designed: int
+    band_share: float | None
+    win_rate_zero_share: float | None
+    win_rate_one_share: float | None
+    unhinted_win_rate: float | None
+    mean_regret: float | None
+    unhinted_return: float | None
+    designer_reward: float | None
+    loss_agent: float | None
+    loss_designer: float | None
+    seconds: float | None
+
+
+@dataclass(frozen=True)
+class EvalScore:
+    """One suite's score of an in-run evaluation (after ``iteration``)."""
+
+    iteration: int
+    suite: str
+    score: float
+    ci95: tuple[float, float]
+    items: int
+
+
+@dataclass(frozen=True)
+class EvalDiff:
+    """One scope (a suite overall, or a bucket) of the before/after comparison, after - before."""
+
+    suite: str
+    scope: str
+    items: int
+    before: float
+    after: float
+    diff: float
+    ci95: tuple[float, float]
+    p_holm: float
+    significant: bool
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """One run's figures. ``in_progress``: the iteration under way and its last committed
+    stage, or None. ``before_after``: None when there is no before/after evaluation or it cannot
+    be compared; ``before_after_note`` then says which."""
+
+    run_dir: str
+    preset: str | None
+    model: str | None
+    iterations: tuple[IterationRow, ...]
+    in_progress: dict[str, Any] | None
+    in_run_eval: tuple[EvalScore, ...]
+    before_after: tuple[EvalDiff, ...] | None
+    before_after_note: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total_seconds(self) -> float | None:
+        known = [r.seconds for r in self.iterations if r.seconds is not None]
+        return round(math.fsum(known), 3) if known else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "total_seconds": self.total_seconds,
+                "iterations_finished": len(self.iterations)}
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+def run_figures(run_dir: str | Path) -> RunFigures:
+    """Read one run (see the module docstring). Raises ArchiveError when ``run_dir`` is not a run
+    directory or its archive cannot be read (a newer schema, not an archive)."""
+    from spadework.policy.registry import DEFAULT_MODEL
+
+    run_dir = Path(run_dir)
+    with open_run(run_dir) as archive:
+        metrics = {r.iteration: r.metrics for r in archive.iterations()}
+        played: dict[int, list[Any]] = defaultdict(list)
+        for r in archive.query("SELECT p.iteration, p.plays, p.wins, p.win_rate, p.regret, e.origin "
+                               "FROM env_plays p JOIN envs e USING (env_id)"):
+            played[r["iteration"]].append(r)
+        designs: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+        for r in archive.query("SELECT iteration, outcome = 'accepted', count(*) FROM attempts "
+                               "GROUP BY iteration, outcome = 'accepted'"):
+            designs[r[0]][0 if r[1] else 1] += r[2]
+        config = archive.load_state("config") or {}
+        progress = archive.load_state("progress")
+        notes = (archive.note,) if archive.note else ()
+    rows = tuple(_row(i, m, played.get(i, []), designs.get(i)) for i, m in sorted(metrics.items()))
+    under_way = None
+    if progress is not None and progress.get("stage") != "store":
+        under_way = {"iteration": progress["iteration"], "stage": progress["stage"]}
+    before_after, note = _before_after(run_dir)
+    model = config.get("model") or (f"{DEFAULT_MODEL} (default)" if config else None)
+    preset = config.get("preset") or next((m.get("preset") for m in metrics.values()), None)
+    return RunFigures(str(run_dir), preset, model, rows, under_way, _in_run_eval(metrics),
+                      before_after, note, notes)
+
+
+def _row(i: int, m: Mapping[str, Any], played: Sequence[Any],
+         designs: list[int] | None) -> IterationRow:
+    """One iteration from its metrics record, its ``env_plays`` rows and its attempts
+    (accepted, rejected)."""
+    rates = [r["win_rate"] for r in played]
+    regrets = [r["regret"] for r in played if r["regret"] is not None]
+    plays = sum(r["plays"] for r in played)
+    ran_design = bool(m.get("regenerated")) or designs is not None
+    seconds = [v for v in (m.get("seconds") or {}).values() if isinstance(v, (int, float))]
+    return IterationRow(
+        iteration=i,
+        valid_designs=(designs or [0, 0])[0] if ran_design else None,
+        design_attempts=sum(designs or [0, 0]) if ran_design else None,
+        played=len(played), played_designed=sum(1 for r in played if r["origin"] == "designed"),
+        band_share=band_share(rates, *BAND),
+        win_rate_zero_share=_share(rates, 0.0), win_rate_one_share=_share(rates, 1.0),
+        unhinted_win_rate=sum(r["wins"] for r in played) / plays if plays else None,
+        mean_regret=stats(regrets)["mean"],
+        unhinted_return=metric(m, "agent_return.no_hint"),
+        designer_reward=metric(m, "designer_reward.mean"),
+        loss_agent=metric(m, "losses.agent"), loss_designer=metric(m, "losses.designer"),
+        seconds=round(math.fsum(seconds), 3) if seconds else None)
+
+
+def _share(rates: Sequence[float], value: float) -> float | None:
+    """The share of ``rates`` equal to ``value``; None for no rates.
+
+    >>> _share([0.0, 0.5, 0.0, 1.0], 0.0), _share([], 1.0)
+    (0.5, None)
+    """
+    return sum(1 for r in rates if r == value) / len(rates) if rates else None
+
+
+def _in_run_eval(metrics: Mapping[int, Mapping[str, Any]]) -> tuple[EvalScore, ...]:
+    out = []
+    for i, m in sorted(metrics.items()):
+        for suite, s in sorted(((m.get("eval") or {}).get("suites") or {}).items()):
+            out.append(EvalScore(i, suite, s["score"], tuple(s["ci95"]), s["items"]))
+    return tuple(out)
+
+
+def _before_after(run_dir: Path) -> tuple[tuple[EvalDiff, ...] | None, str]:
+    """The comparison after - before, or None and why not."""
+    from spadework.evaluate.compare import compare_paths
+    from spadework.evaluate.judge import EvalError
+
+    before, after = run_dir / BEFORE, run_dir / AFTER
+    if not before.is_dir() and not after.is_dir():
+        return None, "no before/after eval"
+    if not (before.is_dir() and after.is_dir()):
+        have, lack = (before, after) if before.is_dir() else (after, before)
+        return None, (f"no before/after eval: {have} exists but {lack} does not; write it with "
+                      f"`spadework eval ... --out {lack}`")
+    try:
+        result = compare_paths(after, before)
+    except EvalError as e:
+        return None, f"before/after eval cannot be compared: {e.reason}"
+    rows = tuple(EvalDiff(r["suite"], r["scope"], r["items"], r["b"], r["a"], r["diff"],
+                          tuple(r["ci95"]), r["p_holm"], r["significant"])
+                 for r in result["comparisons"])
+    note = result["note"]
+    if result["suites_only_in_one"]:
+        note += f" Not compared (in one side only): {', '.join(result['suites_only_in_one'])}."
+    return rows, note
+
+
+def compare_runs(run_dirs: Sequence[str | Path]) -> list[RunFigures]:
+    """:func:`run_figures` of each run, in the order given."""
+    return [run_figures(d) for d in run_dirs]
+
+
+def runs_json(runs: Sequence[RunFigures]) -> dict[str, Any]:
+    """What ``--json`` prints: the band and each run's figures under stable keys."""
+    return {"band": list(BAND), "arm": "no_hint", "runs": [r.to_dict() for r in runs]}
+
+
+# -- the table -------------------------------------------------------------------------------------
+
+#: (header, IterationRow field, format) of the table's columns after ``it``, ``designs``, ``played``.
+COLUMNS = (
+    ("band", "band_share", "{:.2f}"), ("=0", "win_rate_zero_share", "{:.2f}"),
+    ("=1", "win_rate_one_share", "{:.2f}"), ("regret", "mean_regret", "{:.3f}"),
+    ("return", "unhinted_return", "{:.3f}"), ("d.reward", "designer_reward", "{:+.3f}"),
+    ("loss ag", "loss_agent", "{:+.3g}"), ("loss des", "loss_designer", "{:+.3g}"),
+    ("wall s", "seconds", "{:.1f}"),
+)
+WIDTHS = (3, 7, 7, 4, 4, 4, 6, 6, 8, 9, 9, 7)
+
+
+def legend() -> list[str]:
+    """The key printed under the tables (each line under 100 columns)."""
+    lo, hi = BAND
+    return [
+        "key: designs  valid / attempted designs (- : no design stage that iteration)",
+        "     played   pool environments played (of them designed, not starters)",
+        f"     band =0 =1  share of the played environments whose unhinted win rate is in "
+        f"[{lo}, {hi}],",
+        "              exactly 0, exactly 1 (unhinted: the agent without the hint, the arm the "
+        "curriculum",
+        "              targets; a win is a return > 0); the curves: pooled wins / plays, mean return",
+        "     regret   mean over the played environments of hinted - unhinted return",
+        "     return   the agent's mean unhinted return;  d.reward  mean designer reward credited",
+        "     loss ag, loss des  the train stage's per-role loss (- : no update, or --no-train)",
+        "     wall s   the iteration's stages' seconds, summed",
+    ]
+
+
+def _cell(value: Any, fmt: str) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _line(cells: Sequence[str]) -> str:
+    return "  ".join(c.rjust(w) for c, w in zip(cells, WIDTHS)).rstrip()
+
+
+def _duration(seconds: float | None) -> str:
+    """
+    >>> _duration(75.0), _duration(5400.0), _duration(None)
+    ('75 s', '1.50 h', '-')
+    """
+    if seconds is None:
+        return "-"
+    if seconds < 600:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.2f} h"
+
+
+def _squeeze(values: Sequence[float | None], width: int = SPARK_WIDTH) -> list[float | None]:
+    """At most ``width`` values: the means of consecutive blocks (None where a block has none).
+
+    >>> _squeeze([1.0, 3.0, None, None, 5.0], 3)
+    [2.0, None, 5.0]
+    """
+    if len(values) <= width:
+        return list(values)
+    k = math.ceil(len(values) / width)
+    return [stats([v for v in values[j:j + k] if v is not None])["mean"]
+            for j in range(0, len(values), k)]
+
+
+def _curve(label: str, values: Sequence[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    if not known:
+        return f"{label} -"
+    return f"{label} {sparkline(_squeeze(values))} {known[0]:.3g} -> {known[-1]:.3g}"
+
+
+def format_run(run: RunFigures) -> list[str]:
+    """One run's block: the summary line, its curves, the table, the evaluations."""
+    runs = len(run.iterations)
+    out = [f"== {run.run_dir}",
+           f"   preset {run.preset or '-'}, model {run.model or '-'}, {runs} iteration"
+           f"{'s' if runs != 1 else ''} finished, {_duration(run.total_seconds)}",
+           *(f"   note: {n}" for n in run.notes)]
+    if run.in_progress:
+        out.append(f"   iteration {run.in_progress['iteration']} under way (committed through "
+                   f"its {run.in_progress['stage']} stage)")
+    if not run.iterations:
+        out.append("   no iteration finished yet")
+    else:
+        out.append("   " + _curve("unhinted win rate", [r.unhinted_win_rate for r in run.iterations])
+                   + "   " + _curve("unhinted return", [r.unhinted_return for r in run.iterations]))
+        out.append(_line(["it", "designs", "played", *(h for h, _, _ in COLUMNS)]))
+        for r in run.iterations:
+            designs = "-" if r.design_attempts is None else f"{r.valid_designs}/{r.design_attempts}"
+            out.append(_line([str(r.iteration), designs, f"{r.played} ({r.played_designed})",
+                              *(_cell(getattr(r, f), fmt) for _, f, fmt in COLUMNS)]))
+    by_suite: dict[str, list[EvalScore]] = defaultdict(list)
+    for s in run.in_run_eval:
+        by_suite[s.suite].append(s)
+    for suite, scores in by_suite.items():
+        out.append(f"   in-run eval {suite}: " + ", ".join(
+            f"it {s.iteration} {100 * s.score:.1f}% [{100 * s.ci95[0]:.1f}, {100 * s.ci95[1]:.1f}]"
+            for s in scores) + f" ({scores[-1].items} items)")
+    if run.before_after is None:
+        out.append(f"   {run.before_after_note}")
+    else:
+        out.append(f"   held-out eval, before -> after (pp, 95% CI): {len(run.before_after)} scopes")
+        for d in run.before_after:
+            out.append(f"     {d.suite:<18} {d.scope:<12} {100 * d.before:5.1f} -> {100 * d.after:5.1f}"
+                       f"  {100 * d.diff:+6.1f} [{100 * d.ci95[0]:+.1f}, {100 * d.ci95[1]:+.1f}]"
+                       f"  p(Holm) {d.p_holm:.3f}{' *' if d.significant else ''}  ({d.items} items)")
+        out.append(f"     {run.before_after_note}")
+    return out
+
+
+def format_runs(runs: Sequence[RunFigures]) -> str:
+    """The text of ``spadework runs compare``: each run's block, then the key."""
+    out: list[str] = []
+    for run in runs:
+        out += [*format_run(run), ""]
+    return "\n".join(out + legend())
