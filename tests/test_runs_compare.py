@@ -25,6 +25,7 @@ from spadework.evaluate.compare import compare_paths
 from spadework.evaluate.items import Sample
 from spadework.evaluate.summary import write_samples
 from spadework.loop import run
+from spadework.policy.registry import DEFAULT_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -143,6 +144,7 @@ def test_the_figures_match_the_archive_rows(runs, tmp_path):
     assert got["band"] == [0.4, 0.6] and got["arm"] == "no_hint"
     a, b = got["runs"]
     assert a["run_dir"] == str(trained) and a["preset"] == "smoke" and a["iterations_finished"] == 2
+    assert a["model"] == DEFAULT_MODEL and a["model_is_default"]  # the smoke preset names none
     assert len(learner.reported) == 1  # iteration 1 scored each group alike: no update
     for run_json, run_dir, losses in ((a, trained, learner.reported), (b, untrained, None)):
         want = expected_rows(run_dir, losses)
@@ -181,7 +183,9 @@ def test_the_table_prints_the_same_figures(runs, tmp_path):
     assert max(len(line) for line in r.stdout.splitlines()) < 100
     for run_dir, losses in ((trained, learner.reported), (untrained, None)):
         block = r.stdout.split(f"== {run_dir}\n")[1]
-        assert block.splitlines()[0].startswith("   preset smoke, model ") and "2 iterations finished" in block
+        summary = block.splitlines()[0]
+        assert summary.startswith(f"   preset smoke, model {DEFAULT_MODEL} (default), 2 iterations "
+                                  "finished, ") and summary.endswith(" s")  # under 10 minutes
         assert "unhinted win rate " in block and "no before/after eval" in block
         for row, w in zip(cells(r.stdout, run_dir), expected_rows(run_dir, losses), strict=True):
             designs = "-" if w["design_attempts"] is None else f"{w['valid_designs']}/{w['design_attempts']}"

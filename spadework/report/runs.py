@@ -97,13 +97,16 @@ class EvalDiff:
 
 @dataclass(frozen=True)
 class RunFigures:
-    """One run's figures. ``in_progress``: the iteration under way and its last committed
-    stage, or None. ``before_after``: None when there is no before/after evaluation or it cannot
-    be compared; ``before_after_note`` then says which."""
+    """One run's figures. ``model``: the one model of both roles; ``model_is_default`` when the
+    run named none and so ran the registry's default (named as this code knows it).
+    ``in_progress``: the iteration under way and its last committed stage, or None.
+    ``before_after``: None when there is no before/after evaluation or it cannot be compared;
+    ``before_after_note`` then says which."""
 
     run_dir: str
     preset: str | None
     model: str | None
+    model_is_default: bool
     iterations: tuple[IterationRow, ...]
     in_progress: dict[str, Any] | None
     in_run_eval: tuple[EvalScore, ...]
@@ -147,10 +150,11 @@ def run_figures(run_dir: str | Path) -> RunFigures:
     if progress is not None and progress.get("stage") != "store":
         under_way = {"iteration": progress["iteration"], "stage": progress["stage"]}
     before_after, note = _before_after(run_dir)
-    model = config.get("model") or (f"{DEFAULT_MODEL} (default)" if config else None)
+    default = bool(config) and not config.get("model")
+    model = DEFAULT_MODEL if default else config.get("model")
     preset = config.get("preset") or next((m.get("preset") for m in metrics.values()), None)
-    return RunFigures(str(run_dir), preset, model, rows, under_way, _in_run_eval(metrics),
-                      before_after, note, notes)
+    return RunFigures(str(run_dir), preset, model, default, rows, under_way,
+                      _in_run_eval(metrics), before_after, note, notes)
 
 
 def _row(i: int, m: Mapping[str, Any], played: Sequence[Any],
@@ -190,7 +194,9 @@ def _in_run_eval(metrics: Mapping[int, Mapping[str, Any]]) -> tuple[EvalScore, .
     out = []
     for i, m in sorted(metrics.items()):
         for suite, s in sorted(((m.get("eval") or {}).get("suites") or {}).items()):
-            out.append(EvalScore(i, suite, s["score"], tuple(s["ci95"]), s["items"]))
+            if s.get("score") is not None:
+                out.append(EvalScore(i, suite, s["score"], tuple(s.get("ci95") or (s["score"],) * 2),
+                                     s.get("items", 0)))
     return tuple(out)
 
 
@@ -304,7 +310,8 @@ def format_run(run: RunFigures) -> list[str]:
     """One run's block: the summary line, its curves, the table, the evaluations."""
     runs = len(run.iterations)
     out = [f"== {run.run_dir}",
-           f"   preset {run.preset or '-'}, model {run.model or '-'}, {runs} iteration"
+           f"   preset {run.preset or '-'}, model {run.model or '-'}"
+           f"{' (default)' if run.model_is_default else ''}, {runs} iteration"
            f"{'s' if runs != 1 else ''} finished, {_duration(run.total_seconds)}",
            *(f"   note: {n}" for n in run.notes)]
     if run.in_progress:
