@@ -731,7 +731,7 @@ app.add_typer(runs_app, name="runs")
 
 @runs_app.command("compare")
 def runs_compare(
-    run_dirs: list[Path] = typer.Argument(..., metavar="RUN_DIR...", help="Run folders (each "
+    run_dirs: list[Path] = typer.Argument(..., metavar="RUN_DIR", help="Run folders (each "
                                           "holds archive.sqlite and metrics.jsonl)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
 ) -> None:
