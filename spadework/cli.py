@@ -725,7 +725,7 @@ def eval_compare(
         out.write_text(json.dumps(result, indent=2) + "\n")
 
 
-runs_app = typer.Typer(help="Finished runs side by side.", no_args_is_help=True, rich_markup_mode=None)
+runs_app = typer.Typer(help="Runs compared, iteration by iteration.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(runs_app, name="runs")
 
 
@@ -749,6 +749,7 @@ def runs_compare(
         typer.echo(json.dumps(runs_json(runs), indent=2))
     else:
         typer.echo(format_runs(runs))
+
 
 def main() -> None:
     app()
