@@ -144,7 +144,8 @@ def test_the_figures_match_the_archive_rows(runs, tmp_path):
     assert got["band"] == [0.4, 0.6] and got["arm"] == "no_hint"
     a, b = got["runs"]
     assert a["run_dir"] == str(trained) and a["preset"] == "smoke" and a["iterations_finished"] == 2
-    assert a["model"] == DEFAULT_MODEL and a["model_is_default"]  # the smoke preset names none
+    assert a["models"] == [{"role": role, "model": DEFAULT_MODEL, "default": True, "frozen": False}
+                           for role in ("designer", "agent")]  # the smoke preset names none
     assert len(learner.reported) == 1  # iteration 1 scored each group alike: no update
     for run_json, run_dir, losses in ((a, trained, learner.reported), (b, untrained, None)):
         want = expected_rows(run_dir, losses)
@@ -238,11 +239,18 @@ def test_a_run_without_a_finished_iteration(tmp_path):
     assert r.returncode == 0 and "no iteration finished yet" in r.stdout, r.stderr
     with Archive.open(archive_path(d)) as a:
         a.save_state("progress", {"iteration": 0, "stage": "play"})
+        a.save_state("config", {"preset": "cpu", "model": None, "designer_model": "big",
+                                "agent_model": None, "frozen": ["designer"]})
     r = cli(str(d), "--json", cwd=tmp_path)
     got = json.loads(r.stdout)["runs"][0]
     assert got["iterations"] == [] and got["total_seconds"] is None
     assert got["in_progress"] == {"iteration": 0, "stage": "play"}
-    assert "iteration 0 under way (committed through its play stage)" in cli(str(d), cwd=tmp_path).stdout
+    assert got["models"] == [{"role": "designer", "model": "big", "default": False, "frozen": True},
+                             {"role": "agent", "model": DEFAULT_MODEL, "default": True, "frozen": False}]
+    text = cli(str(d), cwd=tmp_path).stdout
+    assert "iteration 0 under way (committed through its play stage)" in text
+    assert f"preset cpu, designer model big (frozen), agent model {DEFAULT_MODEL} (default), 0 " \
+        "iterations finished, -" in text
 
 
 def one_line_error(r: subprocess.CompletedProcess, *words: str) -> None:

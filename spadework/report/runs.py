@@ -96,17 +96,27 @@ class EvalDiff:
 
 
 @dataclass(frozen=True)
+class RoleModel:
+    """The model one role (``designer``, ``agent``) played with. ``default``: the run named
+    none, so it ran the registry's default (named as this code knows it); ``frozen``: the
+    role's weights never changed (``--freeze``)."""
+
+    role: str
+    model: str
+    default: bool
+    frozen: bool
+
+
+@dataclass(frozen=True)
 class RunFigures:
-    """One run's figures. ``model``: the one model of both roles; ``model_is_default`` when the
-    run named none and so ran the registry's default (named as this code knows it).
-    ``in_progress``: the iteration under way and its last committed stage, or None.
-    ``before_after``: None when there is no before/after evaluation or it cannot be compared;
-    ``before_after_note`` then says which."""
+    """One run's figures. ``models``: the designer's and the agent's (empty when the archive
+    keeps no run settings). ``in_progress``: the iteration under way and its last committed
+    stage, or None. ``before_after``: None when there is no before/after evaluation or it cannot
+    be compared; ``before_after_note`` then says which."""
 
     run_dir: str
     preset: str | None
-    model: str | None
-    model_is_default: bool
+    models: tuple[RoleModel, ...]
     iterations: tuple[IterationRow, ...]
     in_progress: dict[str, Any] | None
     in_run_eval: tuple[EvalScore, ...]
@@ -129,8 +139,6 @@ class RunFigures:
 def run_figures(run_dir: str | Path) -> RunFigures:
     """Read one run (see the module docstring). Raises ArchiveError when ``run_dir`` is not a run
     directory or its archive cannot be read (a newer schema, not an archive)."""
-    from spadework.policy.registry import DEFAULT_MODEL
-
     run_dir = Path(run_dir)
     with open_run(run_dir) as archive:
         metrics = {r.iteration: r.metrics for r in archive.iterations()}
@@ -150,11 +158,42 @@ def run_figures(run_dir: str | Path) -> RunFigures:
     if progress is not None and progress.get("stage") != "store":
         under_way = {"iteration": progress["iteration"], "stage": progress["stage"]}
     before_after, note = _before_after(run_dir)
-    default = bool(config) and not config.get("model")
-    model = DEFAULT_MODEL if default else config.get("model")
     preset = config.get("preset") or next((m.get("preset") for m in metrics.values()), None)
-    return RunFigures(str(run_dir), preset, model, default, rows, under_way,
+    return RunFigures(str(run_dir), preset, _models(config), rows, under_way,
                       _in_run_eval(metrics), before_after, note, notes)
+
+
+def _models(config: Mapping[str, Any]) -> tuple[RoleModel, ...]:
+    """Each role's model from the run's stored settings (archives from before roles could have
+    their own model keep ``model`` only: both roles played it)."""
+    from spadework.policy.registry import DEFAULT_MODEL
+
+    if not config:
+        return ()
+    out = []
+    for role in ("designer", "agent"):
+        name = config.get(f"{role}_model", config.get("model"))
+        out.append(RoleModel(role, name or DEFAULT_MODEL, not name, role in (config.get("frozen") or ())))
+    return tuple(out)
+
+
+def _models_text(models: Sequence[RoleModel]) -> str:
+    """
+    >>> d, a = RoleModel("designer", "m", True, False), RoleModel("agent", "m", True, False)
+    >>> _models_text([d, a])
+    'model m (default)'
+    >>> _models_text([RoleModel("designer", "big", False, True), a])
+    'designer model big (frozen), agent model m (default)'
+    """
+    def name(m: RoleModel) -> str:
+        return m.model + " (default)" * m.default
+
+    if not models:
+        return "model -"
+    frozen = [m.role for m in models if m.frozen]
+    if len({(m.model, m.default) for m in models}) == 1:
+        return f"model {name(models[0])}" + "".join(f", {r} frozen" for r in frozen)
+    return ", ".join(f"{m.role} model {name(m)}" + " (frozen)" * m.frozen for m in models)
 
 
 def _row(i: int, m: Mapping[str, Any], played: Sequence[Any],
@@ -310,8 +349,7 @@ def format_run(run: RunFigures) -> list[str]:
     """One run's block: the summary line, its curves, the table, the evaluations."""
     runs = len(run.iterations)
     out = [f"== {run.run_dir}",
-           f"   preset {run.preset or '-'}, model {run.model or '-'}"
-           f"{' (default)' if run.model_is_default else ''}, {runs} iteration"
+           f"   preset {run.preset or '-'}, {_models_text(run.models)}, {runs} iteration"
            f"{'s' if runs != 1 else ''} finished, {_duration(run.total_seconds)}",
            *(f"   note: {n}" for n in run.notes)]
     if run.in_progress:
