@@ -224,7 +224,8 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
     trained = {r for t in trainers for r in t.roles}
     ready = a.ready_attempts()
     keys = [att.key for att in ready]
-    agent = agent_assembly(it.episodes(), format_weight=cfg.reward.format_weight)
+    agent = agent_assembly(it.episodes(), format_weight=cfg.reward.format_weight,
+                           pack=cfg.learner.pack_turns)
     scale = cfg.reward.designer_scale or reference_designer_scale(
         len(agent.samples), len(ready), cfg.curriculum.regen_interval)
     designer = designer_assembly(ready if "designer" in trained else [],
@@ -232,7 +233,8 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
     samples = [*designer.samples, *(agent.samples if "agent" in trained else [])]
     figures: dict[str, Any] = {"agent_samples": sum(s.role == "agent" for s in samples),
                                "designer_samples": len(designer.samples),
-                               "dropped": {**agent.dropped, **designer.dropped}}
+                               "dropped": {**agent.dropped, **designer.dropped},
+                               "packed_turns": agent.packed_turns}
     if cfg.frozen:
         figures["frozen"] = list(cfg.frozen)
     for t in trainers:

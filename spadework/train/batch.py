@@ -24,6 +24,16 @@ of every designer crediting rule.
 
 Turns and attempts with no output tokens, or whose logprobs do not match their output ids one
 for one, cannot be trained on; they are dropped and counted in :class:`Assembly.dropped`.
+
+Packing (``pack=True``): the turns of one episode become one sequence when each turn's prompt
+starts with the previous turn's prompt and output, token for token (the chat template renders
+the history as it was sampled): its ``output_ids`` run from the first turn's output to the last
+turn's, the host's messages in between marked untrained (``Sample.trained``). Every trained
+token sees exactly the context it was sampled in, so under the ``token`` aggregation the
+step's loss and gradient are those of the unpacked turns, for about a third of the tokens run
+(each prompt is run once, not once per later turn). A turn whose prompt does not continue the
+previous sequence (a template that strips trailing whitespace from a reply, say) starts a new
+sequence.
 """
 
 from __future__ import annotations
@@ -48,6 +58,9 @@ class Sample:
     its ``logprobs`` were reported at (designer and agent samples may differ). ``key`` names
     where it came from: ``(env_id, arm, play_index, turn_index)`` for an agent turn, the
     attempt's ``(iteration, slot, attempt)`` for a designer sample; the learner does not read it.
+    ``trained``: one flag per output id, False for context that was not sampled (the host's
+    messages between the turns of a packed episode), with one logprob per True; empty when every
+    output id was sampled.
 
     >>> T = Sampling(0.7)
     >>> Sample("agent", (1, 2), (3,), (-0.5,), 1.0, T).n_tokens
@@ -56,6 +69,8 @@ class Sample:
     Traceback (most recent call last):
     ...
     ValueError: 2 output ids but 1 logprobs
+    >>> Sample("agent", (1,), (3, 4, 5), (-0.5, -0.1), 1.0, T, trained=(True, False, True)).n_tokens
+    2
     """
 
     role: str
@@ -65,6 +80,7 @@ class Sample:
     advantage: float
     sampling: Sampling
     key: tuple[Hashable, ...] = ()
+    trained: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -73,8 +89,11 @@ class Sample:
             raise ValueError("prompt_ids is empty; a sample needs a prompt to condition on")
         if not self.output_ids:
             raise ValueError("output_ids is empty; there is nothing to train on")
-        if len(self.output_ids) != len(self.logprobs):
-            raise ValueError(f"{len(self.output_ids)} output ids but {len(self.logprobs)} logprobs")
+        if self.trained and len(self.trained) != len(self.output_ids):
+            raise ValueError(f"{len(self.output_ids)} output ids but {len(self.trained)} trained flags")
+        if self.n_tokens != len(self.logprobs) or not self.n_tokens:
+            raise ValueError(f"{self.n_tokens if self.trained else len(self.output_ids)} output ids "
+                             f"but {len(self.logprobs)} logprobs")
         if not math.isfinite(self.advantage):
             raise ValueError(f"advantage must be finite, got {self.advantage!r}")
         if not all(math.isfinite(lp) and lp <= 1e-3 for lp in self.logprobs):
@@ -84,15 +103,29 @@ class Sample:
 
     @property
     def n_tokens(self) -> int:
-        return len(self.output_ids)
+        """The trained (sampled) output tokens."""
+        return sum(self.trained) if self.trained else len(self.output_ids)
+
+    @property
+    def length(self) -> int:
+        """The whole sequence the learner runs: prompt and output ids."""
+        return len(self.prompt_ids) + len(self.output_ids)
+
+    def trained_ids(self) -> list[int]:
+        """The sampled output ids, in order (those ``logprobs`` are for)."""
+        if not self.trained:
+            return list(self.output_ids)
+        return [t for t, keep in zip(self.output_ids, self.trained, strict=True) if keep]
 
 
 @dataclass(frozen=True)
 class Assembly:
-    """Samples plus what was left out and why (reason -> count)."""
+    """Samples plus what was left out and why (reason -> count), and how many turns were packed
+    into an earlier turn's sequence (:func:`pack_turns`)."""
 
     samples: tuple[Sample, ...]
     dropped: dict[str, int] = field(default_factory=dict)
+    packed_turns: int = 0
 
 
 def trainable_reason(prompt_ids: Sequence[int], output_ids: Sequence[int],
@@ -111,9 +144,38 @@ def trainable_reason(prompt_ids: Sequence[int], output_ids: Sequence[int],
     return ""
 
 
+def pack_turns(turns: Sequence[Sample]) -> list[Sample]:
+    """The turns of one episode (in order, one advantage and sampling) as few sequences as their
+    prompts allow; see the module docstring.
+
+    >>> T = Sampling(0.7)
+    >>> a = Sample("agent", (1, 2), (3, 9), (-0.1, -0.2), 1.0, T)
+    >>> b = Sample("agent", (1, 2, 3, 9, 4), (5,), (-0.3,), 1.0, T)
+    >>> c = Sample("agent", (1, 2, 3, 7), (6,), (-0.4,), 1.0, T)   # does not continue b
+    >>> [(p.prompt_ids, p.output_ids, p.trained, p.logprobs) for p in pack_turns([a, b, c])]
+    [((1, 2), (3, 9, 4, 5), (True, True, False, True), (-0.1, -0.2, -0.3)), ((1, 2, 3, 7), (6,), (), (-0.4,))]
+    """
+    out: list[Sample] = []
+    for turn in turns:
+        last = out[-1] if out else None
+        seq = list(last.prompt_ids) + list(last.output_ids) if last else []
+        if (last is None or turn.trained or turn.advantage != last.advantage
+                or turn.sampling != last.sampling or turn.role != last.role
+                or len(turn.prompt_ids) < len(seq) or list(turn.prompt_ids[:len(seq)]) != seq):
+            out.append(turn)
+            continue
+        between = turn.prompt_ids[len(seq):]
+        flags = last.trained or (True,) * len(last.output_ids)
+        out[-1] = Sample(last.role, last.prompt_ids, (*last.output_ids, *between, *turn.output_ids),
+                         (*last.logprobs, *turn.logprobs), last.advantage, last.sampling, last.key,
+                         (*flags, *(False,) * len(between), *(True,) * len(turn.output_ids)))
+    return out
+
+
 def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hint",),
-                   eps: float = 1e-8, format_weight: float = 0.0) -> Assembly:
-    """Agent samples with per-(env, arm) z-scored returns; see the module docstring.
+                   eps: float = 1e-8, format_weight: float = 0.0, pack: bool = False) -> Assembly:
+    """Agent samples with per-(env, arm) z-scored returns; see the module docstring. With
+    ``pack``, each episode's turns are packed (:func:`pack_turns`).
 
     >>> from spadework.types import Turn
     >>> def ep(i, r):
@@ -136,19 +198,24 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
         else:
             groups.setdefault((e.env_id, e.arm), []).append(e)
     samples: list[Sample] = []
+    n_packed = 0
     for (env_id, arm), members in groups.items():
         returns = [episode_return(e.rewards, e.terminated) for e in members]
         if format_weight:
             returns = [shaped_return(r, e.format_share, format_weight)
                        for r, e in zip(returns, members, strict=True)]
         for e, adv in zip(members, group_zscore(returns, eps), strict=True):
+            mine = []
             for t_index, t in enumerate(e.turns):
                 why = trainable_reason(t.prompt_ids, t.output_ids, t.logprobs, t.sampling)
                 if why:
                     dropped[why] += 1
                     continue
-                samples.append(Sample(
+                mine.append(Sample(
                     "agent", tuple(t.prompt_ids), tuple(t.output_ids), tuple(t.logprobs), adv,
                     t.sampling, key=(env_id, arm, e.play_index, t_index),
                 ))
-    return Assembly(tuple(samples), dict(dropped))
+            packed = pack_turns(mine) if pack else mine
+            n_packed += len(mine) - len(packed)
+            samples += packed
+    return Assembly(tuple(samples), dict(dropped), n_packed)

@@ -95,3 +95,26 @@ def test_turns_without_a_sampling_record_are_dropped():
            for i in range(2)]
     got = agent_assembly(eps)
     assert got.dropped == {"unknown_sampling": 2} and len(got.samples) == 2
+
+
+def test_packing_chains_each_episodes_turns_while_their_prompts_continue():
+    """Two episodes: one whose turns continue each other (one sequence), one whose second
+    prompt re-renders the first reply differently (two sequences); advantages unchanged."""
+    from spadework.train.batch import agent_assembly
+    from spadework.types import Episode, Sampling, Turn
+
+    T = Sampling(0.7)
+
+    def turn(prompt, out):
+        return Turn(tuple(prompt), tuple(out), tuple(-0.1 for _ in out), "", "", "", 0.0, "stop", T, True)
+
+    a = (turn([1, 2], [3, 4]), turn([1, 2, 3, 4, 9], [5]), turn([1, 2, 3, 4, 9, 5, 9], [6]))
+    b = (turn([1, 2], [3, 4]), turn([1, 2, 3, 8, 9], [5]))
+    eps = [Episode("e", "no_hint", 0, 0, a, (1.0,), True, False, "completed"),
+           Episode("e", "no_hint", 1, 1, b, (0.0,), True, False, "completed")]
+    plain, packed = agent_assembly(eps), agent_assembly(eps, pack=True)
+    assert len(plain.samples) == 5 and plain.packed_turns == 0
+    assert [s.n_tokens for s in packed.samples] == [4, 2, 1] and packed.packed_turns == 2
+    assert packed.samples[0].output_ids == (3, 4, 9, 5, 9, 6)
+    assert [round(s.advantage, 6) for s in packed.samples] == [1.0, -1.0, -1.0]
+    assert sum(s.n_tokens for s in packed.samples) == sum(s.n_tokens for s in plain.samples)

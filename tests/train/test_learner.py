@@ -48,7 +48,8 @@ def test_on_policy_first_step_has_unit_ratios_despite_padding(tiny_policy):
 @pytest.mark.parametrize("aggregation", ["token", "sequence"])
 def test_role_losses_add_up_to_the_loss_and_follow_each_roles_advantages(tiny_policy, aggregation):
     samples = samples_for(tiny_policy, n=9)
-    learner = Learner(tiny_policy, TrainConfig(micro_batch_size=2, aggregation=aggregation))
+    learner = Learner(tiny_policy, TrainConfig(micro_batch_size=2, aggregation=aggregation,
+                                               pack_turns=aggregation == "token"))
     stats = learner.step(samples)
     assert stats["loss_agent"] + stats["loss_designer"] == pytest.approx(stats["loss"], abs=1e-6)
     for role in ("agent", "designer"):
@@ -74,7 +75,8 @@ def test_zero_advantage_samples_are_not_run_and_the_update_is_unchanged(aggregat
     updates = []
     for zero in (0.0, 1e-30):  # 1e-30: run, but with a gradient far below float precision
         policy = make_tiny_policy()
-        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=2, aggregation=aggregation))
+        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=2, aggregation=aggregation,
+                                              pack_turns=aggregation == "token"))
         batch = [dataclasses.replace(s, advantage=zero) if i % 3 == 0 else s
                  for i, s in enumerate(samples_for(policy, n=9))]
         before = lora_state(learner)
@@ -106,6 +108,7 @@ def test_micro_batching_does_not_change_the_update(aggregation):
     for mbs, tokens, ckpt in ((16, 8192, False), (1, 8192, False), (4, 30, False), (3, 8192, True)):
         policy = make_tiny_policy()
         learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=mbs, aggregation=aggregation,
+                                              pack_turns=aggregation == "token",
                                               micro_batch_tokens=tokens, gradient_checkpointing=ckpt))
         assert ckpt == any(getattr(m, "gradient_checkpointing", False) for m in policy.model.modules())
         before = lora_state(learner)
@@ -115,6 +118,38 @@ def test_micro_batching_does_not_change_the_update(aggregation):
     for delta, loss in updates[1:]:
         assert max_diff(delta, updates[0][0]) < 1e-6
         assert loss == pytest.approx(updates[0][1], abs=1e-6)
+
+
+def test_a_packed_episode_updates_exactly_as_its_turns_do():
+    """Three turns whose prompts continue each other, one advantage: the packed sequence (the
+    host's messages in between untrained) gives the unpacked step's loss, ratios and update
+    under the token aggregation, running fewer tokens."""
+    from spadework.train.batch import pack_turns
+
+    rng = random.Random(5)
+    policy = make_tiny_policy()
+    prompt, turns = [rng.randrange(2, 64) for _ in range(9)], []
+    for k in range(3):
+        output = tuple(rng.randrange(2, 64) for _ in range(4 + k))
+        lps = tuple(teacher_forced_logprobs(policy.model, prompt, output, 0.7))
+        turns.append(Sample("agent", tuple(prompt), output, lps, 0.8, Sampling(0.7), key=k))
+        prompt = [*prompt, *output, *(rng.randrange(2, 64) for _ in range(5))]  # the host's reply
+    other = samples_for(policy, n=3)  # an unpackable rest of the batch
+    (packed,) = pack_turns(turns)
+    assert packed.n_tokens == sum(t.n_tokens for t in turns) and packed.length < sum(t.length for t in turns)
+    results = []
+    for batch in (turns + other, [packed] + other):
+        p = make_tiny_policy()
+        learner = Learner(p, TrainConfig(lr=1e-3, micro_batch_size=2))
+        before = lora_state(learner)
+        stats = learner.step(batch)
+        after = lora_state(learner)
+        results.append(({k: after[k] - before[k] for k in after}, stats))
+    (d0, s0), (d1, s1) = results
+    assert max_diff(d0, d1) < 1e-6
+    for key in ("loss", "entropy", "tokens", "loss_agent"):
+        assert s1[key] == pytest.approx(s0[key], abs=1e-6), key
+    assert s1["importance_ratio"]["all"]["mean"] == pytest.approx(s0["importance_ratio"]["all"]["mean"], abs=1e-6)
 
 
 def test_lora_trains_in_place_and_the_sampler_sees_it(tiny_policy):
@@ -216,6 +251,8 @@ def test_checkpoint_refuses_mismatched_or_incomplete(tmp_path):
 def test_config_errors_say_what_to_set():
     with pytest.raises(ConfigError, match="aggregation"):
         TrainConfig(aggregation="mean")
+    with pytest.raises(ConfigError, match="pack_turns = false"):
+        TrainConfig(aggregation="sequence")
     with pytest.raises(ConfigError, match="target_modules"):
         Learner(make_tiny_policy(), TrainConfig(target_modules=("no_such_layer",)))
     with pytest.raises(ValueError, match="at least one"):
