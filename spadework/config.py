@@ -186,6 +186,36 @@ def _cpu() -> RunConfig:
     )
 
 
+def _cpu_qwen() -> RunConfig:
+    """The mechanism on a CPU with capable small models: a frozen Qwen2.5-Coder-1.5B designer
+    and a Qwen2.5-Coder-0.5B agent trained with LoRA, both sampled by llama.cpp (pull them with
+    ``spadework models pull NAME --accept-unlicensed``). Sized for about 60 minutes on two
+    cores; the README's "What the mechanism does on a CPU" has the measurements behind it.
+
+    Why this shape: one LoRA update of the 0.5B model costs about 40 s per thousand tokens on
+    two cores, so training the designer as well (designs of ~1,500 prompt + 1,024 output tokens
+    each) would double the learner's time, and of the offline models only the 1.5B writes
+    environments the checker accepts at all (``benchmarks/designer_validity.py``). The 1.5B
+    designs with one repair turn fed the checker's reason. The agent's turns are packed per
+    episode (``learner.pack_turns``), which keeps an update to a few minutes. Shaping stays on
+    at 0.2 (as in ``cpu``): the 0.5B agent wins some starter games, but groups where every
+    play loses still get a gradient toward well-formed replies.
+    """
+    return RunConfig(
+        preset="cpu-qwen", model="qwen2.5-coder-0.5b-instruct",
+        designer_model="qwen2.5-coder-1.5b-instruct", frozen=("designer",),
+        iterations=4, plays=4, train=True, checkpoint_every=1,
+        design=DesignConfig(attempts_per_slot=1, repair_turns=1, max_tokens=1024,
+                            corpus_words=200, memory_positives=1, memory_negatives=1),
+        play=PlayConfig(max_turns=4, max_tokens=64, context_tokens=4096, temperature=0.7),
+        reward=RewardConfig(format_weight=0.2),
+        curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=4, skills_per_regen=2,
+                                    pool_size=3),
+        learner=TrainConfig(lr=1e-4, micro_batch_size=2, micro_batch_tokens=4096,
+                            gradient_checkpointing=True),
+    )
+
+
 def _paper(size: str) -> RunConfig:
     """The reference's games recipe (spade-reference.md §9.5) for GPUs, with our symmetric arms
     (8 hinted and 8 unhinted plays on the same seeds, not 16 against 8)."""
@@ -210,19 +240,19 @@ def _paper(size: str) -> RunConfig:
 
 
 def preset(name: str) -> RunConfig:
-    """A named preset: ``smoke``, ``cpu`` (the default), ``paper-4b``, ``paper-30b``.
+    """A named preset: ``smoke``, ``cpu`` (the default), ``cpu-qwen``, ``paper-4b``, ``paper-30b``.
 
     >>> preset("smoke").iterations, preset("paper-4b").play.max_turns
     (2, 25)
     """
-    makers = {"smoke": _smoke, "cpu": _cpu, "paper-4b": lambda: _paper("4b"),
+    makers = {"smoke": _smoke, "cpu": _cpu, "cpu-qwen": _cpu_qwen, "paper-4b": lambda: _paper("4b"),
               "paper-30b": lambda: _paper("30b")}
     if name not in makers:
         raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(makers)}")
     return makers[name]()
 
 
-PRESETS = ("smoke", "cpu", "paper-4b", "paper-30b")
+PRESETS = ("smoke", "cpu", "cpu-qwen", "paper-4b", "paper-30b")
 _SECTIONS = ("design", "play", "reward", "curriculum", "learner", "eval", "log")
 
 
