@@ -641,6 +641,8 @@ def eval_cmd(
     data: Path = typer.Option(None, "--data", help="Local file of an aime or gpqa suite."),
     seed: int = typer.Option(0, "--seed", help="Sampling seeds derive from it."),
     max_items: int = typer.Option(None, "--max-items", min=1, help="Fewer items (per task for rg)."),
+    backend: _Backend = typer.Option(_Backend.hf, "--backend", help="hf (transformers) or llamacpp "
+                                     "(the fast CPU engine; a LoRA checkpoint is applied as an adapter)."),
     policy: str = typer.Option(None, "--policy", hidden=True,
                                help="MODULE:FACTORY returning a Policy (tests only)."),
 ) -> None:
@@ -657,17 +659,17 @@ def eval_cmd(
 
     from spadework.evaluate.run import check_request, run_eval
 
-    backend: object = "hf"
+    chosen: object = backend.value
     with _reported(SpadeworkError):
         check_request(suite, preset, data, model=model, checkpoint=checkpoint)
     if policy:
         mod, _, fn = policy.partition(":")
-        backend = getattr(importlib.import_module(mod), fn)
+        chosen = getattr(importlib.import_module(mod), fn)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with _reported(SpadeworkError), Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task(f"{suite}: loading the model", total=None)
         summary = run_eval(suite, model=model, checkpoint=checkpoint, preset=preset, out=out,
-                           seed=seed, data=data, backend=backend, max_items=max_items,
+                           seed=seed, data=data, backend=chosen, max_items=max_items,
                            progress=lambda done, total, what: bar.update(
                                task, completed=done, total=total, description=f"{suite}: {what}"))
     m = summary["metrics"]

@@ -129,13 +129,28 @@ def _run_model(ckpt: Path) -> str | None:
             cfg = archive.load_state("config") or {}
     except ArchiveError:
         return None
-    return cfg.get("model")
+    return cfg.get("agent_model") or cfg.get("model")
 
 
-def apply_checkpoint(policy: Any, ckpt: Path) -> None:
+def adapter_into_engine(engine: Any, ckpt: Path) -> None:
+    """A run's LoRA checkpoint into a ``LlamaCppPolicy``: the adapter is loaded onto the
+    engine's transformers twin and pushed across by the run's own weight sync."""
+    from types import SimpleNamespace
+
+    from spadework.policy.load import learner_policy
+    from spadework.train.sync import LlamaCppLoraSync
+
+    if not (ckpt / "adapter").is_dir():
+        raise EvalError(f"{ckpt} is a full fine-tune (no adapter/): evaluate it with --backend hf")
+    twin = learner_policy(engine)
+    apply_checkpoint(twin, ckpt, merge=False)
+    LlamaCppLoraSync(engine).push(SimpleNamespace(cfg=SimpleNamespace(lora=True), model=twin.model))
+
+
+def apply_checkpoint(policy: Any, ckpt: Path, *, merge: bool = True) -> None:
     """Load a run's trainable weights into ``policy.model`` for inference: a LoRA adapter is
-    merged into the base weights (sampling then costs what the base model costs); a full
-    fine-tune's weights are copied by name."""
+    merged into the base weights (sampling then costs what the base model costs; ``merge=False``
+    keeps it a ``PeftModel``); a full fine-tune's weights are copied by name."""
     model = getattr(policy, "model", None)
     if model is None:
         raise EvalError("a checkpoint needs a backend that holds the model in process "
@@ -147,8 +162,8 @@ def apply_checkpoint(policy: Any, ckpt: Path) -> None:
 
         with warnings.catch_warnings():  # transformers' deprecation notes, not the user's concern
             warnings.simplefilter("ignore")
-            merged = PeftModel.from_pretrained(model, str(ckpt / "adapter")).merge_and_unload()
-        policy.model = merged
+            peft = PeftModel.from_pretrained(model, str(ckpt / "adapter"))
+        policy.model = peft.merge_and_unload() if merge else peft
         return
     import torch
     from safetensors.torch import load_file
@@ -168,7 +183,9 @@ def load_policy(model: str | None = None, checkpoint: str | Path | None = None,
                 backend: str | Backend = "hf") -> tuple[Any, dict[str, Any]]:
     """A policy and what identifies it (name, registry sha256 or checkpoint hash) for summaries.
 
-    ``backend``: ``"hf"`` (the transformers backend) or a callable ``(model) -> Policy``.
+    ``backend``: ``"hf"`` (the transformers backend), ``"llamacpp"`` (the fast CPU engine; a
+    LoRA checkpoint goes in as a GGUF adapter over the unchanged base, the way a run's sampler
+    gets it) or a callable ``(model) -> Policy``.
     """
     from spadework.policy.registry import DEFAULT_MODEL, known_models
 
@@ -180,8 +197,12 @@ def load_policy(model: str | None = None, checkpoint: str | Path | None = None,
         from spadework.policy.hf import load_hf_policy
 
         load = load_hf_policy
+    elif backend == "llamacpp":
+        from spadework.policy.llamacpp import load_llamacpp_policy
+
+        load = load_llamacpp_policy
     else:
-        raise EvalError(f"unknown backend {backend!r}; use 'hf' or pass a callable")
+        raise EvalError(f"unknown backend {backend!r}; use 'hf', 'llamacpp' or pass a callable")
     _quiet_transformers()
     policy = load(name)
     info: dict[str, Any] = {"name": name, "backend": backend if isinstance(backend, str) else
@@ -189,7 +210,10 @@ def load_policy(model: str | None = None, checkpoint: str | Path | None = None,
     if name in known_models():
         info["sha256"] = known_models()[name].sha256
     if ckpt is not None:
-        apply_checkpoint(policy, ckpt)
+        if backend == "llamacpp":
+            adapter_into_engine(policy, ckpt)
+        else:
+            apply_checkpoint(policy, ckpt)
         info.update(checkpoint=str(ckpt),
                     checkpoint_sha256=sha256_of(ckpt / "trainable.safetensors"))
     return policy, info

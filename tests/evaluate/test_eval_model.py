@@ -47,3 +47,41 @@ def test_a_lora_checkpoint_evaluates_as_the_trained_weights(tmp_path):
     # near 40 move by about 1e-4. The adapter itself moves them by about 10.
     assert (got - want).abs().max() < 1e-2
     assert (got - base).abs().max() > 1.0
+
+
+def test_a_lora_checkpoint_goes_into_the_llamacpp_engine_as_an_adapter(tmp_path):
+    """``eval --backend llamacpp --checkpoint RUN``: the engine scores like the trained model
+    (BF16 rounding apart), not like the base."""
+    pytest.importorskip("llama_cpp")
+    import torch
+
+    from spadework.policy.hf import load_hf_policy, teacher_forced_logprobs
+    from spadework.train.checkpoint import save_learner
+    from spadework.train.grpo import Learner, TrainConfig
+
+    torch.set_num_threads(1)
+    trained = load_hf_policy(None)
+    learner = Learner(trained, TrainConfig(lora=True, lora_r=4))
+    with torch.no_grad():
+        for name, p in trained.model.named_parameters():
+            if p.requires_grad and "lora_B" in name:
+                p.normal_(0, 0.02)
+    ckpt = tmp_path / "run" / "checkpoints" / "iter_0001"
+    save_learner(learner, ckpt)
+    (ckpt.parent / "latest.json").write_text(json.dumps({"iteration": 1, "dir": ckpt.name}))
+    engine, info = load_policy(None, checkpoint=tmp_path / "run", backend="llamacpp")
+    try:
+        assert info["backend"] == "llamacpp" and info["checkpoint"] == str(ckpt)
+        prompt = trained.prompt_ids("Name a fruit.")
+        output = trained.tokenizer("An apple is a fruit.", add_special_tokens=False)["input_ids"]
+        want = teacher_forced_logprobs(trained.model, prompt, output)
+        with trained.model.disable_adapter():
+            base = teacher_forced_logprobs(trained.model, prompt, output)
+        got = engine.score(prompt, output)
+
+        def gap(a, b):
+            return sum(abs(x - y) for x, y in zip(a, b)) / len(a)
+
+        assert gap(got, want) < 0.03 < gap(want, base) / 3
+    finally:
+        engine.close()
