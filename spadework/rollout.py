@@ -64,7 +64,11 @@ class PlayConfig:
     top_p: float = 0.95
     top_k: int = 20
     episode_seconds: float = 600.0
-    """Wall-clock budget of one episode, policy time included; past it the episode is a timeout."""
+    """Time budget of one episode; past it the episode is a timeout. It is charged the
+    episode's own environment time (load, reset, steps) and its share of each batched policy
+    call (a call of k rows that took T seconds charges T / k to each), not the wall clock: in
+    batched play every episode waits for the whole batch, so on a loaded machine the wall clock
+    would time out every episode of a long stage at once."""
     batch_size: int = 64
     """Episodes live at once (one sandbox child each, one chat row each per turn)."""
     tool_messages: str = "auto"
@@ -186,6 +190,7 @@ class _Live:
     status: str | None = None
     error: str = ""
     started: float = field(default_factory=time.monotonic)
+    charged: float = 0.0  # seconds charged to the budget (see PlayConfig.episode_seconds)
     next_prompt: int = 0  # estimated tokens of the next prompt (measured when the policy can)
 
     def end(self, status: str, error: str = "") -> None:
@@ -219,6 +224,13 @@ class _Live:
 def _start(sandbox, job: PlayJob, cfg: PlayConfig) -> _Live:
     live = _Live(job)
     try:
+        return _open(live, sandbox, job, cfg)
+    finally:
+        live.charged += time.monotonic() - live.started
+
+
+def _open(live: _Live, sandbox, job: PlayJob, cfg: PlayConfig) -> _Live:
+    try:
         live.handle = sandbox.load(job.env.code, max_turns=cfg.max_turns, class_name=job.env.class_name)
         obs, _info = live.handle.reset(seed=job.seed)
         hint = job.hint
@@ -243,8 +255,10 @@ def _start(sandbox, job: PlayJob, cfg: PlayConfig) -> _Live:
 def _advance(live: _Live, completion, cfg: PlayConfig, tool_role: str, sampling: Sampling) -> None:
     parsed = parse_action(completion.text, live.job.env.setting)
     action = parsed.env_action
+    start = time.monotonic()
     try:
         obs, reward, terminated, truncated, _info = live.handle.step(action)
+        live.charged += time.monotonic() - start
         reward = float(reward)
         if not math.isfinite(reward):
             raise EnvError(f"step returned a non-finite reward {reward!r}")
@@ -280,8 +294,9 @@ def _advance(live: _Live, completion, cfg: PlayConfig, tool_role: str, sampling:
     elif cfg.stop_on_length and completion.finish_reason == "length":
         live.truncated = True
         live.end("truncated", f"the reply hit max_tokens={cfg.max_tokens}")
-    elif time.monotonic() - live.started > cfg.episode_seconds:
-        live.end("timeout", f"episode passed its {cfg.episode_seconds:g} s budget")
+    elif live.charged > cfg.episode_seconds:
+        live.end("timeout", f"episode passed its {cfg.episode_seconds:g} s budget (its environment "
+                            "time and its share of the policy's)")
 
 
 def _fits(live: _Live, policy, cfg: PlayConfig, context: int) -> bool:
@@ -353,8 +368,11 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
                 params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p,
                                         top_k=cfg.top_k, max_tokens=cfg.max_tokens,
                                         seed=derive_seed(seed, "turn", turn))
+                start = time.monotonic()
                 completions = _chat(policy, [lives[i] for i in batch], params, cfg.thinking)
+                share = (time.monotonic() - start) / len(batch)
                 for i, completion in zip(batch, completions):
+                    lives[i].charged += share
                     if completion is not None:
                         _advance(lives[i], completion, cfg, tool_role, params.record)
                 turn += 1

@@ -149,6 +149,20 @@ def test_truncated_by_turns_by_context_and_timeout_by_wall_clock(sb):
     assert ep.status == "timeout" and "budget" in ep.error and not step_timed_out(ep)
 
 
+def test_the_episode_budget_charges_a_share_of_batched_policy_time_not_the_wall_clock(sb):
+    """Ten episodes in one batch: each waits for the whole batch's calls (its wall clock passes
+    the budget by the third turn) but is charged a tenth of each call, so none times out; alone,
+    the same episode is charged every call and does."""
+    env = starter_env("mastermind")
+    slow = ScriptedPolicy(lambda c, t: "\\boxed{1 2 3 4}", delay=0.25)
+    cfg = PlayConfig(max_turns=4, episode_seconds=0.6)
+    eps = play(slow, sb, [PlayJob(env, 2 + k, "no_hint", k) for k in range(10)], cfg)
+    assert all(e.status != "timeout" for e in eps), [e.error for e in eps]
+    assert max(e.seconds for e in eps) > cfg.episode_seconds  # the wall clock would have
+    ep, = play(slow, sb, [PlayJob(env, 2, "no_hint", 0)], cfg)
+    assert ep.status == "timeout" and "share of the policy" in ep.error
+
+
 def test_batch_window_keeps_job_order_and_replays_identically(sb):
     """Moves are drawn from each row's seeded generator, as a model samples: the same play seed
     replays the same episodes, another seed plays others."""
