@@ -26,14 +26,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-class TimedPolicy:
-    """Delegates to a policy and adds up the wall time of its ``chat`` calls by stage."""
+class Clock:
+    """The stage now running, and the wall time and output tokens of chat calls per stage."""
 
-    def __init__(self, inner) -> None:
-        self.inner = inner
+    def __init__(self) -> None:
         self.stage = "setup"
         self.seconds: dict[str, float] = {}
         self.tokens: dict[str, int] = {}
+
+
+class TimedPolicy:
+    """Delegates to a policy and adds its ``chat`` calls' wall time to ``clock``, by stage."""
+
+    def __init__(self, inner, clock: Clock) -> None:
+        self.inner = inner
+        self.clock = clock
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -43,12 +50,12 @@ class TimedPolicy:
         return self.inner.context_length
 
     def chat(self, conversations, params):
-        t = time.monotonic()
+        c, t = self.clock, time.monotonic()
         try:
             out = self.inner.chat(conversations, params)
         finally:
-            self.seconds[self.stage] = self.seconds.get(self.stage, 0.0) + time.monotonic() - t
-        self.tokens[self.stage] = self.tokens.get(self.stage, 0) + sum(len(c.output_ids) for c in out)
+            c.seconds[c.stage] = c.seconds.get(c.stage, 0.0) + time.monotonic() - t
+        c.tokens[c.stage] = c.tokens.get(c.stage, 0) + sum(len(x.output_ids) for x in out)
         return out
 
 
@@ -56,20 +63,15 @@ def one_iteration(cfg, backend: str, train: bool) -> dict:
     """Iteration 0 of ``cfg`` with ``backend`` in a fresh run directory: stage walls and shares."""
     import dataclasses
 
+    from spadework.commands import load_roles
     from spadework.loop import run
-    from spadework.policy.load import learner_policy, load_policy
 
     cfg = dataclasses.replace(cfg, backend=backend, train=train)
     t_load = time.monotonic()
-    policy = TimedPolicy(load_policy(backend, cfg.model, max_batch_size=cfg.policy_batch,
-                                     threads=cfg.threads))
-    learner = sync = None
-    if train:
-        from spadework.train import Learner
-        from spadework.train.sync import weight_sync_for
-
-        learner = Learner(learner_policy(policy.inner), cfg.learner)
-        sync = weight_sync_for(policy.inner, learner)
+    parts, clock = load_roles(cfg), Clock()  # each role's model, and a learner per trained one
+    for role in ("policy", "designer"):
+        if role in parts:
+            parts[role] = TimedPolicy(parts[role], clock)
     load_s = time.monotonic() - t_load
     marks: list[tuple[str, float]] = []
 
@@ -77,27 +79,27 @@ def one_iteration(cfg, backend: str, train: bool) -> dict:
         def stage(self, name: str, note: str) -> None:
             if note.startswith("iteration"):
                 marks.append((name, time.monotonic()))
-                policy.stage = name
+                clock.stage = name
 
         def advance(self, name: str, done: int, total: int) -> None:
             pass
 
     with tempfile.TemporaryDirectory() as d:
         t0 = time.monotonic()
-        (m,) = run(cfg, Path(d), policy=policy, learner=learner, sync=sync, progress=Marks())
+        (m,) = run(cfg, Path(d), progress=Marks(), **parts)
         end = time.monotonic()
     starts = marks + [("end", end)]
     stages = {}
     for (name, t), (_, t_next) in zip(starts, starts[1:]):
-        gen = policy.seconds.get(name, 0.0)
+        gen = clock.seconds.get(name, 0.0)
         stages[name] = {"wall_s": round(t_next - t, 3), "generation_s": round(gen, 3),
-                        "other_s": round(t_next - t - gen, 3), "output_tokens": policy.tokens.get(name, 0)}
+                        "other_s": round(t_next - t - gen, 3), "output_tokens": clock.tokens.get(name, 0)}
     iteration_s = end - marks[0][1]
     gen_total = sum(s["generation_s"] for s in stages.values())
     train = m.values.get("train", {})
     sync_s = float(train.get("sync_seconds", 0.0))
     learn_s = stages.get("train", {}).get("wall_s", 0.0) - sync_s
-    tokens = sum(policy.tokens.values())
+    tokens = sum(clock.tokens.values())
     return {
         "backend": backend, "load_s": round(load_s, 3), "setup_s": round(marks[0][1] - t0, 3),
         "iteration_s": round(iteration_s, 3), "generation_s": round(gen_total, 3),

@@ -207,7 +207,7 @@ def _cpu_qwen() -> RunConfig:
         iterations=4, plays=4, train=True, checkpoint_every=1,
         design=DesignConfig(attempts_per_slot=1, repair_turns=1, max_tokens=1024,
                             corpus_words=200, memory_positives=1, memory_negatives=1),
-        play=PlayConfig(max_turns=4, max_tokens=64, context_tokens=4096, temperature=0.7),
+        play=PlayConfig(max_turns=4, max_tokens=128, context_tokens=4096, temperature=0.7),
         reward=RewardConfig(format_weight=0.2),
         curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=4, skills_per_regen=2,
                                     pool_size=3),

@@ -144,3 +144,17 @@ def test_the_designer_endpoint_is_an_openai_policy_for_the_named_model():
     p = load_endpoint("http://localhost:8000/v1#Qwen/Qwen3-4B")
     assert isinstance(p, OpenAIPolicy) and p.model == "Qwen/Qwen3-4B"
     assert p.base_url == "http://localhost:8000/v1"
+
+
+def test_the_shipped_ablation_configs_load_and_change_one_thing_each():
+    from pathlib import Path
+
+    from spadework.config import load_config
+
+    base = preset("cpu-qwen")
+    root = Path(__file__).resolve().parents[1] / "configs"
+    solve = load_config(root / "cpu-qwen-solve-rate.toml")
+    fixed = load_config(root / "cpu-qwen-fixed-pool.toml")
+    assert solve.reward.variant == "solve_rate" and solve.curriculum == base.curriculum
+    assert fixed.curriculum.designs_per_regen == 0 and fixed.reward == base.reward
+    assert base.frozen == ("designer",) and not base.shared and base.trained_roles == ("agent",)
