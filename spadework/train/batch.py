@@ -30,8 +30,8 @@ starts with the previous turn's prompt and output, token for token (the chat tem
 the history as it was sampled): its ``output_ids`` run from the first turn's output to the last
 turn's, the host's messages in between marked untrained (``Sample.trained``). Every trained
 token sees exactly the context it was sampled in, so under the ``token`` aggregation the
-step's loss and gradient are those of the unpacked turns, for about a third of the tokens run
-(each prompt is run once, not once per later turn). A turn whose prompt does not continue the
+step's loss and gradient are those of the unpacked turns, for fewer tokens run (each prompt is
+run once, not once per later turn: 2.3x fewer on a ``cpu`` run, ``benchmarks/packing.py``). A turn whose prompt does not continue the
 previous sequence (a template that strips trailing whitespace from a reply, say) starts a new
 sequence.
 """
