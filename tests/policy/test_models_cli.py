@@ -9,8 +9,8 @@ import sys
 import pytest
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+def _run(*args: str, home: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **({"SPADEWORK_HOME": home} if home else {})}
     return subprocess.run([sys.executable, "-m", "spadework.cli", *args], capture_output=True,
                           text=True, env=env, timeout=240)
 
@@ -22,12 +22,14 @@ def test_models_list_shows_licences(default_model_dir):
     assert r.stdout.count("licence: none stated") == 2
 
 
-def test_models_pull_is_idempotent_and_refuses_unknown_or_unlicensed(default_model_dir):
+def test_models_pull_is_idempotent_and_refuses_unknown_or_unlicensed(default_model_dir, tmp_path):
     r = _run("models", "pull", "smollm2-135m-instruct")
     assert r.returncode == 0 and str(default_model_dir) in r.stdout
     r = _run("models", "pull", "llama-9000")
     assert r.returncode == 1 and "known models: smollm2-135m-instruct" in r.stderr
-    r = _run("models", "pull", "qwen2.5-coder-1.5b-instruct")
+    # an empty home, so that a copy pulled on this machine (idempotent: no question asked) does
+    # not hide the refusal
+    r = _run("models", "pull", "qwen2.5-coder-1.5b-instruct", home=str(tmp_path))
     assert r.returncode == 1 and "--accept-unlicensed" in r.stderr
 
 
