@@ -95,8 +95,7 @@ def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = Non
         return learner, weight_sync_for(policy, learner)
 
     parts: dict[str, Any] = {"policy": load("agent")}
-    roles_here = set(cfg.trained_roles) & ({"agent", "designer"} if cfg.shared else {"agent"})
-    if roles_here:
+    if cfg.roles_trained_on_policy(shared=cfg.shared):
         parts["learner"], parts["sync"] = trained(parts["policy"])
     if not cfg.shared:
         parts["designer"] = load("designer")

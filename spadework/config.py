@@ -134,6 +134,11 @@ class RunConfig:
         """The roles whose weights this run updates (none without training)."""
         return tuple(r for r in ROLES if r not in self.frozen) if self.train else ()
 
+    def roles_trained_on_policy(self, *, shared: bool) -> tuple[str, ...]:
+        """The trained roles whose samples train the agent's model: every trained role when
+        that model also designs (``shared``), else the agent's only."""
+        return tuple(r for r in self.trained_roles if shared or r == "agent")
+
     @property
     def setting(self) -> str:
         """The setting designed and played ("games" or "tool-use"): the designer's."""

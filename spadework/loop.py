@@ -382,7 +382,7 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
     from spadework.sandbox import Limits, Sandbox
     from spadework.train.checkpoint import latest_checkpoint
 
-    trains = set(cfg.trained_roles) if designer is None else set(cfg.trained_roles) & {"agent"}
+    trains = cfg.roles_trained_on_policy(shared=designer is None)
     if trains and learner is None:
         raise ConfigError(f"cfg.train trains the {' and '.join(sorted(trains))} role on this model "
                           "and needs a learner: pass spadework.train.Learner(policy, cfg.learner), "

@@ -90,7 +90,7 @@ class RunContext:
         """The models this run trains, each with the roles it learns from (none without
         training, or when no learner was given)."""
         shared, out = self.designer_policy is None, []
-        roles = tuple(r for r in self.cfg.trained_roles if shared or r == "agent")
+        roles = self.cfg.roles_trained_on_policy(shared=shared)
         if self.learner is not None and roles:
             out.append(RoleTrainer("policy" if shared else "agent", roles, self.learner, self.sync,
                                    self.run_dir / "checkpoints"))

@@ -135,8 +135,6 @@ def _run_model(ckpt: Path) -> str | None:
 def adapter_into_engine(engine: Any, ckpt: Path) -> None:
     """A run's LoRA checkpoint into a ``LlamaCppPolicy``: the adapter is loaded onto the
     engine's transformers twin and pushed across by the run's own weight sync."""
-    from types import SimpleNamespace
-
     from spadework.policy.load import learner_policy
     from spadework.train.sync import LlamaCppLoraSync
 
@@ -144,7 +142,7 @@ def adapter_into_engine(engine: Any, ckpt: Path) -> None:
         raise EvalError(f"{ckpt} is a full fine-tune (no adapter/): evaluate it with --backend hf")
     twin = learner_policy(engine)
     apply_checkpoint(twin, ckpt, merge=False)
-    LlamaCppLoraSync(engine).push(SimpleNamespace(cfg=SimpleNamespace(lora=True), model=twin.model))
+    LlamaCppLoraSync(engine).push_model(twin.model)
 
 
 def apply_checkpoint(policy: Any, ckpt: Path, *, merge: bool = True) -> None:

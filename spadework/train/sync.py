@@ -123,14 +123,19 @@ class LlamaCppLoraSync:
         self.last_seconds = 0.0
 
     def push(self, learner: Any) -> None:
-        from spadework.policy.gguf_lora import lora_pairs, write_adapter
-
         if not learner.cfg.lora:
             raise ConfigError("LlamaCppLoraSync needs a LoRA learner (lora=True): a full "
                               "fine-tune would have to re-quantise the base at every update")
+        self.push_model(learner.model)
+
+    def push_model(self, model: Any) -> None:
+        """Push the LoRA matrices of ``model`` (a peft ``PeftModel``), learner or not: how a
+        saved run checkpoint reaches the engine for evaluation."""
+        from spadework.policy.gguf_lora import lora_pairs, write_adapter
+
         start = time.perf_counter()
         path = self.adapter_dir / "adapter.gguf"
-        write_adapter(path, lora_pairs(learner.model), self.base)
+        write_adapter(path, lora_pairs(model), self.base)
         self.policy.set_lora(path)
         self.last_seconds = time.perf_counter() - start
 
