@@ -195,6 +195,8 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
     with Archive.open(archive_path(archive_dir)) as archive, Sandbox(Limits()) as sb:
         archive.import_starter(checked_starters(sb, check))
         start = time.monotonic()
+        if progress is not None:
+            progress({"slots_done": 0, "slots": len(documents), "accepted": 0, "seconds": 0.0})
         for k in range(math.ceil(len(documents) / batch)):
             first = k * batch
             n = min(batch, len(documents) - first)
@@ -252,7 +254,7 @@ class _Heartbeat:
 
     def _print(self) -> None:
         s = self.state
-        done = f"{s['slots_done']}/{s['slots']} slots, {s['accepted']} accepted" if s else "starting"
+        done = f"{s['slots_done']}/{s['slots']} slots, {s['accepted']} accepted" if s else "loading"
         print(f"[designer_validity] {time.monotonic() - self.t0:7.0f} s  {done}", file=sys.stderr,
               flush=True)
 
