@@ -8,6 +8,9 @@ rule at work: a string observation with the action format, a seeded instance bui
 ``reset()``, a turn count that truncates at ``max_turns``, a format reminder, informative
 feedback and a ``solution()`` computed from the state. It is short on purpose: the model's
 module must fit in ``DesignConfig.max_tokens``, and an example sets the length it imitates.
+Everything it needs besides its two imports is inside the class: the 1.5B model, rewriting an
+earlier version, kept the class and dropped the module-level regex it used (3 of 8 tune
+attempts failed on that NameError).
 
 The example is also in the designer's novelty index (:func:`prompt_examples`, used by
 :class:`spadework.designer.run.DesignRun`), so a copy of it is rejected as a near-duplicate
@@ -20,8 +23,6 @@ from __future__ import annotations
 GAMES_EXAMPLE = '''\
 import random
 import re
-
-BOX = re.compile(r"\\\\boxed\\{([^{}]*)\\}")
 
 
 class CompoundInterestEnv:
@@ -49,7 +50,7 @@ class CompoundInterestEnv:
     def step(self, action):
         self.turn += 1
         truncated = self.turn >= self.max_turns
-        match = BOX.search(action)
+        match = re.search(r"\\\\boxed\\{([^{}]*)\\}", action)
         if match is None or not match.group(1).strip().isdigit():
             return "Reply with a whole number in \\\\boxed{}. " + self.task(), 0.0, False, truncated, {}
         guess = int(match.group(1).strip())

@@ -167,6 +167,17 @@ REPAIR_ADVICE = {
     "novelty": "Design a different game, not a copy of an existing one.",
 }
 
+#: How a fresh design's reply starts: a comment naming the document's concept, inside the code
+#: block, ties the module to the document rather than to the example. Measured on the 0.5B
+#: model's first 8 tune attempts: shown the example and asked for code alone, it returned the
+#: example verbatim 8 times (rejected as novelty); asked for a sentence first, it stopped after
+#: the sentence or echoed the prompt 7 times.
+CONCEPT = ("Inside the code block, start with a comment line `# Concept: ...` that names the "
+           "concept.")
+PLAN = ("Write a new module in the example's structure for a concept from the document: a new "
+        "class name, new state drawn in reset(), a new task text and a new way to compute the "
+        "answer; keep the imports it needs. " + CONCEPT)
+
 _STEPS = {"easy": 2, "medium": 3, "hard": 4}
 
 #: Output tokens per line of a typical environment module (the example: 41 lines, ~450
@@ -263,7 +274,12 @@ def build_design_prompt(
     """
     if not document.strip():
         raise ConfigError("the grounding document is empty: sample another document")
-    parts = [
+    parts = []
+    if example is not None:  # first, so that the document and the task are what is read last
+        parts.append("Here is an example of a complete environment module that passes every "
+                     "check. Its topic is only an illustration: reuse its structure, never its "
+                     f"topic or its code.\n```python\n{example.strip()}\n```\n\nNow your task.")
+    parts += [
         "Read the document, pick one concept or technique from it, and build a multi-turn "
         "environment around it. Do not quote the document in the environment.",
         f"<document>\n{document.strip()}\n</document>",
@@ -272,14 +288,11 @@ def build_design_prompt(
     for i, ex in enumerate(memory, 1):
         parts.append(f"Example {i} of a well-calibrated earlier design ({ex.note}); use it for "
                      f"structure, but design a different game:\n```python\n{ex.code.strip()}\n```")
-    if example is not None:
-        parts.append("An example of a complete module that passes every check. It is a "
-                     "different game: take its structure, not its idea, and build your own "
-                     f"game from the document:\n```python\n{example.strip()}\n```")
     for neg in negatives:
         parts.append(f"Avoid designs like this one, which was {neg.note}:\n```python\n"
                      f"{neg.excerpt.strip()}\n```")
-    parts.append(reply_instruction(max_tokens))
+    lead = PLAN if example is not None or memory or skill.setting == "tool-use" else CONCEPT
+    parts.append(lead + " " + reply_instruction(max_tokens))
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
@@ -288,11 +301,11 @@ def reply_instruction(max_tokens: int | None, new: bool = False) -> str:
     in ``max_tokens`` (a reply cut at the limit is rejected whole).
 
     >>> print(reply_instruction(512))  # doctest: +NORMALIZE_WHITESPACE
-    Reply with the complete module in one ```python block and nothing else. Keep it short (at
-    most 32 lines, no comments) so that it fits in the reply.
+    Reply with the complete module in one ```python block. Keep it short (at most 32 lines,
+    no comments) so that it fits in the reply.
     """
     what = "the complete new module" if new else "the complete module"
-    text = f"Reply with {what} in one ```python block and nothing else."
+    text = f"Reply with {what} in one ```python block."
     if max_tokens is not None:
         text += (f" Keep it short (at most {max_lines(max_tokens)} lines, no comments) so that it "
                  "fits in the reply.")
