@@ -14,8 +14,9 @@ Prints one JSON object: the share of slots accepted with its 95% Wilson interval
 accepted at the first attempt, rejection counts per stage (the reply screen split into replies
 cut at ``max_tokens`` and other unusable replies, then the checker's stages) for first attempts,
 for every attempt and for each slot's final attempt, a few of each stage's reasons, output
-tokens and seconds per attempt (generation and checking apart), the settings and the model's
-sha256. Progress lines go to stderr every ``--progress-every`` seconds.
+tokens and seconds per attempt (generation and checking apart), each accepted design's
+similarity to the example module the prompt showed, the settings and the model's sha256.
+Progress lines go to stderr every ``--progress-every`` seconds.
 
 The figure is a share, not a time, so no baseline runs beside it: a change to the designer is
 judged by two runs of this script on the same ``--docs`` and ``--seed``, whose intervals say
@@ -172,6 +173,19 @@ def tally(results: Sequence[Any], reasons_per_stage: int = 3) -> dict:
     }
 
 
+def example_similarity(results: Sequence[Any], setting: str) -> list[float]:
+    """For each accepted environment, its similarity (the novelty stage's Jaccard index) to the
+    example module the prompt showed: how far an accepted design moved from the example (the
+    novelty stage rejects 0.9 and above)."""
+    from spadework.designer.examples import prompt_examples
+    from spadework.env.novelty import NoveltyIndex
+
+    index = NoveltyIndex(prompt_examples(setting))
+    if not len(index):
+        return []
+    return [round(index.most_similar(r.env.code).similarity, 3) for r in results if r.env is not None]
+
+
 def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, seed: int,
             batch: int, archive_dir: Path, progress: Callable[[dict], None] | None = None) -> dict:
     """Design one slot per document through :func:`spadework.designer.design_environments` into
@@ -210,6 +224,7 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
                           "seconds": time.monotonic() - start})
         seconds = time.monotonic() - start
     counts = tally(results)
+    counts["accepted_similarity_to_example"] = example_similarity(results, cfg.setting)
     attempts = max(counts["attempts"], 1)
     counts.update({
         "seconds": round(seconds, 1), "generation_seconds": round(timed.seconds, 1),

@@ -65,6 +65,8 @@ def test_counts_every_outcome_of_first_attempts_and_repairs(dv, tmp_path):
     assert all(docs[i].text in policy.calls[i // 3 * 2][i % 3].messages[1]["content"] for i in range(5))
     assert [s["slots_done"] for s in seen] == [0, 3, 5] and seen[-1]["accepted"] == 2
     assert counts["output_tokens"] > 0 and counts["seconds_per_attempt"] >= 0
+    assert len(counts["accepted_similarity_to_example"]) == 2
+    assert all(0 <= x < 0.9 for x in counts["accepted_similarity_to_example"])
 
 
 def test_document_sets_are_disjoint_and_stable(dv):
