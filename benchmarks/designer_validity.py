@@ -26,6 +26,7 @@ Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/designer_validity.py
        --model qwen2.5-coder-0.5b-instruct [--docs tune|heldout] [--n 40] [--backend llamacpp]
        [--max-tokens 1024] [--repair-turns 0] [--temperature 0.6] [--max-turns 4] [--seed 0]
        [--batch 8] [--archive-dir DIR (keep the archive, to read the replies)]
+       [--start-slot K (continue a killed run in --archive-dir)]
 """
 
 from __future__ import annotations
@@ -186,13 +187,44 @@ def example_similarity(results: Sequence[Any], setting: str) -> list[float]:
     return [round(index.most_similar(r.env.code).similarity, 3) for r in results if r.env is not None]
 
 
+def archived_results(archive: Any, calls: int) -> list[Any]:
+    """The :class:`spadework.designer.DesignResult` of each slot of the first ``calls`` design
+    calls of an earlier, killed measurement in ``archive`` (call ``k`` is iteration ``k``), as
+    :func:`measure` would have returned them; a call killed during its repairs has its first
+    attempts only."""
+    from spadework.archive.records import ACCEPTED
+    from spadework.designer import DesignResult
+    from spadework.types import EnvSource
+
+    results = []
+    for k in range(calls):
+        by_slot: dict[int, list[Any]] = {}
+        for a in archive.attempts(k):
+            by_slot.setdefault(a.slot, []).append(a)
+        for slot, attempts in sorted(by_slot.items()):
+            won = next((a for a in attempts if a.outcome == ACCEPTED), None)
+            env = None
+            if won is not None:
+                rec = archive.get_env(won.env_id)
+                env = EnvSource(rec.code, rec.class_name or "", rec.setting, rec.skill)
+            results.append(DesignResult(slot, attempts[0].skill, env, tuple(attempts)))
+    return results
+
+
 def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, seed: int,
-            batch: int, archive_dir: Path, progress: Callable[[dict], None] | None = None) -> dict:
+            batch: int, archive_dir: Path, progress: Callable[[dict], None] | None = None,
+            start_slot: int = 0) -> dict:
     """Design one slot per document through :func:`spadework.designer.design_environments` into
     the archive in ``archive_dir`` (created, holding the checked starters), ``batch`` slots per
     call (call ``k`` is iteration ``k``, so sampling seeds differ per call), and return
     :func:`tally`'s counts plus seconds. Slot ``i`` of the whole run exercises skill ``i mod 6``
-    and document ``i``. ``progress(state)`` is called after each call with the running counts."""
+    and document ``i``. ``progress(state)`` is called after each call with the running counts.
+
+    ``start_slot`` (a multiple of ``batch``) continues a killed measurement in the same
+    ``archive_dir``: the slots before it are read back (:func:`archived_results`), the rest are
+    designed with the seeds the whole run would have used; seconds count the new calls only."""
+    if start_slot % batch:
+        raise ValueError(f"start_slot {start_slot} must be a multiple of the batch ({batch})")
     from spadework.archive import Archive, archive_path
     from spadework.designer import design_environments
     from spadework.env.checker import CheckConfig
@@ -204,14 +236,18 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
     skills = skills_for(cfg.setting)
     corpus = FixedDocuments(documents, batch)
     timed = TimedPolicy(policy)
-    results: list[Any] = []
     archive_dir.mkdir(parents=True, exist_ok=True)
     with Archive.open(archive_path(archive_dir)) as archive, Sandbox(Limits()) as sb:
         archive.import_starter(checked_starters(sb, check))
+        results: list[Any] = archived_results(archive, start_slot // batch)
+        if len(results) != start_slot:
+            raise ValueError(f"{archive_dir} holds {len(results)} slots, not the {start_slot} "
+                             "before --start-slot")
         start = time.monotonic()
         if progress is not None:
-            progress({"slots_done": 0, "slots": len(documents), "accepted": 0, "seconds": 0.0})
-        for k in range(math.ceil(len(documents) / batch)):
+            progress({"slots_done": len(results), "slots": len(documents),
+                      "accepted": sum(r.env is not None for r in results), "seconds": 0.0})
+        for k in range(start_slot // batch, math.ceil(len(documents) / batch)):
             first = k * batch
             n = min(batch, len(documents) - first)
             rotated = [skills[(first + i) % len(skills)] for i in range(len(skills))]
@@ -303,6 +339,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--max-turns", type=int, default=None,
                     help="the turn limit designs are checked under (default: the cpu preset's)")
     ap.add_argument("--archive-dir", type=Path, default=None, help="keep the archive here")
+    ap.add_argument("--start-slot", type=int, default=0,
+                    help="continue a killed run in --archive-dir from this slot (a multiple of --batch)")
     ap.add_argument("--progress-every", type=float, default=10.0)
     ap.add_argument("--policy", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -330,14 +368,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp, _Heartbeat(args.progress_every) as beat:
         counts = measure(policy, documents, cfg=cfg, max_turns=max_turns, seed=args.seed,
                          batch=args.batch, archive_dir=args.archive_dir or Path(tmp),
-                         progress=beat.update)
+                         progress=beat.update, start_slot=args.start_slot)
     print(json.dumps({
         "benchmark": "designer_validity", "docs": args.docs,
         "doc_ids": [d.doc_id for d in documents],
         "model": args.model or "default", "model_sha256": _model_sha(args.model),
         "backend": "scripted" if args.policy else args.backend, "load_seconds": round(load_s, 1),
         "settings": {**dataclasses.asdict(cfg), "max_turns": max_turns, "seed": args.seed,
-                     "batch": args.batch},
+                     "batch": args.batch, "start_slot": args.start_slot},
         **counts, "load_average": os.getloadavg(),
     }, indent=1))
 

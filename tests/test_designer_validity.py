@@ -97,3 +97,20 @@ def test_command_line_prints_json(tmp_path):
 
 def junk_policy() -> ScriptedPolicy:
     return ScriptedPolicy(lambda conv, turn: "No code today.")
+
+
+def test_a_killed_run_continues_from_its_archive(dv, tmp_path):
+    """--start-slot: the slots of the calls before it are read back from the archive (first
+    attempts, repairs and acceptances alike), the rest designed with the whole run's seeds."""
+    docs = corpus().documents[:5]
+    cfg = DesignConfig(attempts_per_slot=1, repair_turns=1)
+    first = ScriptedPolicy([[fenced(GOOD_CODE), "junk", "junk"], [fenced(LOCK), "junk"]])
+    dv.measure(first, docs[:3], cfg=cfg, max_turns=6, seed=3, batch=3, archive_dir=tmp_path)
+    rest = ScriptedPolicy([["junk", "junk"], ["junk", "junk"]])
+    counts = dv.measure(rest, docs, cfg=cfg, max_turns=6, seed=3, batch=3, archive_dir=tmp_path,
+                        start_slot=3)
+    assert counts["slots"] == 5 and counts["accepted"] == 2 and counts["attempts"] == 9
+    assert counts["slot_outcomes"][:3] == [["accepted"], ["extract", "accepted"], ["extract", "extract"]]
+    assert docs[3].text in rest.calls[0][0].messages[1]["content"]
+    with pytest.raises(ValueError, match="multiple of the batch"):
+        dv.measure(rest, docs, cfg=cfg, max_turns=6, seed=3, batch=3, archive_dir=tmp_path, start_slot=2)
