@@ -222,7 +222,8 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
 
     ``start_slot`` (a multiple of ``batch``) continues a killed measurement in the same
     ``archive_dir``: the slots before it are read back (:func:`archived_results`), the rest are
-    designed with the seeds the whole run would have used; seconds count the new calls only."""
+    designed with the seeds the whole run would have used; seconds and the per-attempt figures
+    count the new calls only (``attempts_timed``)."""
     if start_slot % batch:
         raise ValueError(f"start_slot {start_slot} must be a multiple of the batch ({batch})")
     from spadework.archive import Archive, archive_path
@@ -240,6 +241,8 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
     with Archive.open(archive_path(archive_dir)) as archive, Sandbox(Limits()) as sb:
         archive.import_starter(checked_starters(sb, check))
         results: list[Any] = archived_results(archive, start_slot // batch)
+        earlier = sum(len(r.attempts) for r in results)
+        earlier_tokens = sum(len(a.output_ids) for r in results for a in r.attempts)
         if len(results) != start_slot:
             raise ValueError(f"{archive_dir} holds {len(results)} slots, not the {start_slot} "
                              "before --start-slot")
@@ -261,13 +264,15 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
         seconds = time.monotonic() - start
     counts = tally(results)
     counts["accepted_similarity_to_example"] = example_similarity(results, cfg.setting)
-    attempts = max(counts["attempts"], 1)
+    attempts = max(counts["attempts"] - earlier, 1)  # the ones this process made and timed
+    new_tokens = counts["output_tokens"] - earlier_tokens
     counts.update({
+        "attempts_timed": counts["attempts"] - earlier,
         "seconds": round(seconds, 1), "generation_seconds": round(timed.seconds, 1),
         "seconds_per_attempt": round(seconds / attempts, 2),
         "generation_seconds_per_attempt": round(timed.seconds / attempts, 2),
         "check_seconds_per_attempt": round((seconds - timed.seconds) / attempts, 2),
-        "output_tokens_per_generation_second": round(counts["output_tokens"] / max(timed.seconds, 1e-9), 1),
+        "output_tokens_per_generation_second": round(new_tokens / max(timed.seconds, 1e-9), 1),
         "slot_skills": [r.skill for r in results],
         "slot_outcomes": [[stage_of(a) for a in r.attempts] for r in results],
     })

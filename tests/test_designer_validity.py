@@ -110,6 +110,7 @@ def test_a_killed_run_continues_from_its_archive(dv, tmp_path):
     counts = dv.measure(rest, docs, cfg=cfg, max_turns=6, seed=3, batch=3, archive_dir=tmp_path,
                         start_slot=3)
     assert counts["slots"] == 5 and counts["accepted"] == 2 and counts["attempts"] == 9
+    assert counts["attempts_timed"] == 4
     assert counts["slot_outcomes"][:3] == [["accepted"], ["extract", "accepted"], ["extract", "extract"]]
     assert docs[3].text in rest.calls[0][0].messages[1]["content"]
     with pytest.raises(ValueError, match="multiple of the batch"):
