@@ -65,7 +65,7 @@ def test_prompt_shows_the_parent_and_the_direction():
     p = Parent("ab" * 32, "class GridEnv:\n    pass", "GridEnv", 0.05)
     text = build_mutation_prompt(p, OPT)[1]["content"]
     assert "class GridEnv:\n    pass" in text and "easier" in text.lower()
-    assert "The contract:" in text and "def step(self, action: str)" in text  # as a fresh design
+    assert "The contract:" in text and "step(self, action: str)" in text  # as a fresh design
     assert "win rate 0.05" in text
 
 
@@ -84,6 +84,6 @@ def test_mutated_child_records_its_lineage(archive):
     assert rec.parent_id == res.parent_id and rec.doc_id is None
     prompt = policy.calls[0][0].messages[1]["content"]
     parent = archive.get_env(res.parent_id)
-    assert parent.code.strip() in prompt and "def step(self, action: str)" in prompt
+    assert parent.code.strip() in prompt and "step(self, action: str)" in prompt
     assert ("harder" if parent.env_id == knap.env_id else "easier") in prompt
     assert res.attempts[0].memory_ids == (res.parent_id,)

@@ -1,6 +1,7 @@
 """Every text the designer is shown: the system prompt, the task parts, and the fresh-design,
-mutation and repair prompts, built from the contract (:func:`spadework.env.contract.
-render_contract`, one source of truth) and, for tool use, the guide to subclassing ``ToolEnv``.
+mutation and repair prompts, built from the contract (:data:`spadework.env.contract.CONTRACT`
+and ``RULES``, one source of truth; see :func:`contract_text`) and, for tool use, the guide to
+subclassing ``ToolEnv``.
 
 A fresh design is grounded in a document and a skill, with memory from the archive: positives
 (environments at the edge of the agent's ability, shown with their code) and negatives (too easy
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from spadework.archive.records import MemoryNegative
 from spadework.designer.parents import Parent
-from spadework.env.contract import render_contract
+from spadework.env.contract import CONTRACT, RULES
 from spadework.errors import ConfigError
 from spadework.skills import Skill
 
@@ -115,7 +116,73 @@ SETTING_RULES = {
     ),
 }
 
+#: The mistakes that most often got a small model's module rejected (``benchmarks/
+#: designer_validity.py``, read from the checker's reasons), stated as rules to keep. Each says
+#: what the checker enforces; none is a new rule.
+CHECKLIST = {
+    "games": (
+        "Mistakes that get a module rejected, so avoid them:\n"
+        "- reset() returns exactly two values: the observation as one plain string (never a "
+        "dict or a list) and a dict, e.g. `return text, {}`.\n"
+        "- step() returns exactly five values: (str, float, bool, bool, dict). Count the turns "
+        "in step() and return truncated=True once self.turn >= self.max_turns, so every "
+        "episode ends.\n"
+        "- solution() returns the winning reply, e.g. f\"\\\\boxed{{{self.answer}}}\", or a list "
+        "of replies, computed from the state built in reset().\n"
+        "- Every method has a working body: no pass, no ..., no placeholder comments, no "
+        "NotImplementedError. Write no methods beyond the contract's and the helpers you call.\n"
+        "- Import every module you use (e.g. `import random`, `import re`) at the top.\n"
+        "- Name the class after your game, not YourEnv."
+    ),
+    "tool-use": (
+        "Mistakes that get a module rejected, so avoid them:\n"
+        "- reset() ends with `return self.start(intro, [Instruction(...), ...])`.\n"
+        "- Every method has a working body: no pass, no ..., no placeholder comments, no "
+        "NotImplementedError.\n"
+        "- Import every module you use at the top.\n"
+        "- Name the class after your task, not YourEnv."
+    ),
+}
+
+#: What to do about a rejection at each stage, for the repair turn (the checker's reason says
+#: what failed; this says what a module that passes does instead).
+REPAIR_ADVICE = {
+    "reply": "Reply with the whole module in one ```python block.",
+    "extract": "Reply with exactly one ```python block holding the whole module, with a body in "
+               "every method and valid Python syntax.",
+    "static": "Import only allowed standard-library modules (such as random, re, math, "
+              "itertools, collections) and put nothing but imports, constants, functions and "
+              "classes at the top level.",
+    "load": "The module must import, and the class must be built with Name(max_turns=N) "
+            "without errors: define every name you use, and build the puzzle in reset().",
+    "contract": "reset() returns (str, dict); step() returns (str, float, bool, bool, dict); "
+                "count turns and set truncated=True once self.turn >= self.max_turns.",
+    "determinism": "Draw every random choice from rng = random.Random(seed) created in reset(), "
+                   "and keep no state from one episode to the next.",
+    "solvable": "solution() must return the reply (or the list of replies) that wins from the "
+                "current state: compute the answer in reset(), and make step() accept exactly "
+                "that reply with reward 1.0 and terminated=True.",
+    "not_trivial": "Random, empty or repeated replies won too often, or the first observation "
+                   "shows the answer: make the answer something that must be worked out.",
+    "novelty": "Design a different game, not a copy of an existing one.",
+}
+
+#: How a fresh design's reply starts: a comment naming the document's concept, inside the code
+#: block, ties the module to the document rather than to the example. Measured on the 0.5B
+#: model's first 8 tune attempts: shown the example and asked for code alone, it returned the
+#: example verbatim 8 times (rejected as novelty); asked for a sentence first, it stopped after
+#: the sentence or echoed the prompt 7 times.
+CONCEPT = ("Inside the code block, start with a comment line `# Concept: ...` that names the "
+           "concept.")
+PLAN = ("Write a new module in the example's structure for a concept from the document: a new "
+        "class name, new state drawn in reset(), a new task text and a new way to compute the "
+        "answer; keep the imports it needs. " + CONCEPT)
+
 _STEPS = {"easy": 2, "medium": 3, "hard": 4}
+
+#: Output tokens per line of a typical environment module (the example: 41 lines, ~450
+#: tokens), with room for the fence: the line budget a prompt states for ``max_tokens``.
+TOKENS_PER_LINE = 16
 
 _ASK = {
     "harder": "The agent wins this environment too often. Make it harder: deeper reasoning, more "
@@ -141,8 +208,8 @@ def task_parts(skill: Skill, difficulty: str) -> list[str]:
 
     >>> from spadework.skills import skill_named
     >>> parts = task_parts(skill_named("optimization"), "hard")
-    >>> "at least 4" in parts[1], parts[-1].startswith("The contract:")
-    (True, True)
+    >>> "at least 4" in parts[1], parts[-2].startswith("The contract:"), "truncated=True" in parts[-1]
+    (True, True, True)
     """
     if difficulty not in DIFFICULTIES:
         raise ConfigError(f"unknown difficulty {difficulty!r}: use one of {', '.join(DIFFICULTIES)}")
@@ -152,8 +219,32 @@ def task_parts(skill: Skill, difficulty: str) -> list[str]:
         f"Difficulty: {difficulty}: winning should take at least {_STEPS[difficulty]} "
         "well-reasoned turns, and random guessing should almost never win.",
         SETTING_RULES[skill.setting],
-        "The contract:\n" + render_contract(),
+        "The contract:\n" + contract_text(skill.setting),
+        CHECKLIST[skill.setting],
     ]
+
+
+def contract_text(setting: str) -> str:
+    """The contract as the designer reads it: one line per method (signature, return type, rule)
+    and per rule, leaving out the other setting's rule.
+
+    A list rather than a class skeleton (:func:`spadework.env.contract.render_contract`'s form):
+    small models copied the skeleton verbatim, its placeholder class name, its annotations and
+    its rule comments (a quarter of a 1,024-token reply), and filled it with placeholders; the
+    example module shows the shape of the code instead. A games prompt that named ToolEnv also
+    drew ``from toolenv import ToolEnv`` into games.
+
+    >>> text = contract_text("games")
+    >>> "reset(self, seed: int | None = None) -> tuple[str, dict]:" in text, "ToolEnv" in text
+    (True, False)
+    >>> "ToolEnv" in contract_text("tool-use"), "boxed" in contract_text("tool-use")
+    (True, False)
+    """
+    other = {"games": "Tool use:", "tool-use": "Games:"}[setting]
+    lines = [f"- {m.signature.removeprefix('def ')} -> {m.returns}"
+             f"{'' if m.required else ' (optional)'}: {m.rule}" for m in CONTRACT]
+    lines += [f"- {rule}" for rule in RULES if not rule.startswith(other)]
+    return "\n".join(lines)
 
 
 def build_design_prompt(
@@ -163,17 +254,32 @@ def build_design_prompt(
     difficulty: str = "medium",
     memory: Sequence[MemoryExample] = (),
     negatives: Sequence[MemoryNegative] = (),
+    example: str | None = None,
+    max_tokens: int | None = None,
 ) -> list[dict[str, str]]:
     """Chat messages asking the designer for one environment grounded in ``document``.
 
+    ``example``: a complete module shown for its structure (the run passes
+    :data:`spadework.designer.examples.GAMES_EXAMPLE` when memory shows no archived design);
+    ``max_tokens``: the reply's token budget, stated as a line budget so the module fits.
+
     >>> from spadework.skills import skill_named
-    >>> msgs = build_design_prompt("Tides rise twice a day.", skill_named("causal inference"))
-    >>> [m["role"] for m in msgs], "Tides rise" in msgs[1]["content"], "def step" in msgs[1]["content"]
+    >>> msgs = build_design_prompt("Tides rise twice a day.", skill_named("causal inference"),
+    ...                            example="class TideEnv: ...", max_tokens=1024)
+    >>> text = msgs[1]["content"]
+    >>> [m["role"] for m in msgs], "Tides rise" in text, "step(self, action: str)" in text
     (['system', 'user'], True, True)
+    >>> "class TideEnv: ..." in text, "at most 64 lines" in text
+    (True, True)
     """
     if not document.strip():
         raise ConfigError("the grounding document is empty: sample another document")
-    parts = [
+    parts = []
+    if example is not None:  # first, so that the document and the task are what is read last
+        parts.append("Here is an example of a complete environment module that passes every "
+                     "check. Its topic is only an illustration: reuse its structure, never its "
+                     f"topic or its code.\n```python\n{example.strip()}\n```\n\nNow your task.")
+    parts += [
         "Read the document, pick one concept or technique from it, and build a multi-turn "
         "environment around it. Do not quote the document in the environment.",
         f"<document>\n{document.strip()}\n</document>",
@@ -185,12 +291,38 @@ def build_design_prompt(
     for neg in negatives:
         parts.append(f"Avoid designs like this one, which was {neg.note}:\n```python\n"
                      f"{neg.excerpt.strip()}\n```")
-    parts.append("Reply with the complete module in one ```python block.")
+    lead = PLAN if example is not None or memory or skill.setting == "tool-use" else CONCEPT
+    parts.append(lead + " " + reply_instruction(max_tokens))
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def build_mutation_prompt(parent: Parent, skill: Skill, *,
-                          difficulty: str = "medium") -> list[dict[str, str]]:
+def reply_instruction(max_tokens: int | None, new: bool = False) -> str:
+    """The prompt's last line: one code block, and how long the module may be so that it fits
+    in ``max_tokens`` (a reply cut at the limit is rejected whole).
+
+    >>> print(reply_instruction(512))  # doctest: +NORMALIZE_WHITESPACE
+    Reply with the complete module in one ```python block. Keep it short (at most 32 lines,
+    no comments) so that it fits in the reply.
+    """
+    what = "the complete new module" if new else "the complete module"
+    text = f"Reply with {what} in one ```python block."
+    if max_tokens is not None:
+        text += (f" Keep it short (at most {max_lines(max_tokens)} lines, no comments) so that it "
+                 "fits in the reply.")
+    return text
+
+
+def max_lines(max_tokens: int) -> int:
+    """The line budget stated for a reply of ``max_tokens`` tokens (:data:`TOKENS_PER_LINE`).
+
+    >>> max_lines(1024), max_lines(100)
+    (64, 20)
+    """
+    return max(20, max_tokens // TOKENS_PER_LINE)
+
+
+def build_mutation_prompt(parent: Parent, skill: Skill, *, difficulty: str = "medium",
+                          max_tokens: int | None = None) -> list[dict[str, str]]:
     """Chat messages asking for a changed module derived from ``parent``, in the direction its
     win rate calls for, with the same task parts as a fresh design.
 
@@ -206,20 +338,32 @@ def build_mutation_prompt(parent: Parent, skill: Skill, *,
         f"{parent.code.strip()}\n```",
         _ASK[parent.direction],
         *task_parts(skill, difficulty),
-        "Reply with the complete new module in one ```python block; give its class a new name.",
+        "Give its class a new name. " + reply_instruction(max_tokens, new=True),
     ]
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
 def repair_messages(messages: Sequence[dict[str, str]], reply: str, stage: str,
-                    reason: str) -> list[dict[str, str]]:
-    """The conversation of a repair turn: the attempt, its reply, and the checker's verdict.
+                    reason: str, *, cut: bool = False,
+                    max_tokens: int | None = None) -> list[dict[str, str]]:
+    """The conversation of a repair turn: the attempt, its reply, the checker's verdict and
+    what a passing module does instead (:data:`REPAIR_ADVICE`). ``cut``: the reply ended at
+    ``max_tokens``; the model is told so and asked for a shorter module (the screen's reason
+    speaks to the user, who may raise the limit, not to the model).
 
     >>> m = repair_messages([{"role": "user", "content": "design"}], "code", "static", "bad import")
     >>> [x["role"] for x in m], "static" in m[-1]["content"] and "bad import" in m[-1]["content"]
     (['user', 'assistant', 'user'], True)
+    >>> "at most 32 lines" in repair_messages([], "class A:", "reply", "cut", cut=True,
+    ...                                       max_tokens=512)[-1]["content"]
+    True
     """
+    if cut:
+        verdict = ("Your reply was cut off at the length limit before the module ended, so it "
+                   "was rejected. Write a much shorter module with the same idea.")
+    else:
+        verdict = (f"The module failed validation at the {stage} stage: {reason}\n\n"
+                   f"{REPAIR_ADVICE.get(stage, '')}").rstrip()
     return [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": (
-        f"The module failed validation at the {stage} stage: {reason}\n\nReturn the complete, "
-        "corrected module in one ```python block. Keep the same idea, fix the problem, and "
-        "follow the contract.")}]
+        f"{verdict}\n\nFix the problem, keep the same idea and follow the contract. "
+        + reply_instruction(max_tokens, new=False).replace("Reply with", "Return", 1))}]

@@ -16,7 +16,14 @@ outcome; extracted code is archived as an accepted or rejected environment. Whic
 ever train, and what they earn, is :mod:`spadework.designer.credit`'s.
 
 One :class:`NoveltyIndex` over the archive's accepted code is built per call and each accepted
-environment is added to it at once, so two slots can never accept the same environment.
+environment is added to it at once, so two slots can never accept the same environment. The
+games example module (:func:`spadework.designer.examples.prompt_examples`) is in
+the index too, so a copy of it is rejected as a near-duplicate, never accepted.
+
+A fresh games design is shown the archive's memory positives; when there are none (every run's
+first designs) or none fit the context, it is shown the built-in example module instead
+(:mod:`spadework.designer.examples` says why). Every prompt states a line budget derived from
+``max_tokens``, and a repair turn is told what a passing module does at the failed stage.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import Any
 from spadework.archive.records import ACCEPTED, DesignAttempt, EnvRecord, GroundingDocument
 from spadework.corpus import truncate_words
 from spadework.designer.credit import trained_at_birth
+from spadework.designer.examples import GAMES_EXAMPLE, prompt_examples
 from spadework.designer.judge import Judgement, judge_reply
 from spadework.designer.parents import Parent, choose_parent, wants_mutation
 from spadework.designer.prompts import (
@@ -187,7 +195,8 @@ class DesignRun:
         self.check_config = check_config
         self.progress = progress or (lambda done, total: None)
         self.done, self.total = 0, 0
-        self.index = NoveltyIndex(archive.env_codes("accepted"), k=self.check_config.shingle_size)
+        self.index = NoveltyIndex([*archive.env_codes("accepted"), *prompt_examples(cfg.setting)],
+                                  k=self.check_config.shingle_size)
         self._memory: dict[str, tuple[list[MemoryExample], list, tuple[str, ...]]] = {}
 
     def run(self, slot_skills: Sequence[Skill]) -> list[DesignResult]:
@@ -199,11 +208,13 @@ class DesignRun:
                 break
             done = self._call([self._fresh_request(s, r) for s in open_slots], (r, 0))
             for turn in range(1, self.cfg.repair_turns + 1):
-                failed = [(req, text, j) for req, text, j in done if j.outcome != ACCEPTED]
+                failed = [(req, c, j) for req, c, j in done if j.outcome != ACCEPTED]
                 if not failed:
                     break
-                reqs = [replace(req, messages=tuple(repair_messages(req.messages, text, j.outcome, j.reason)))
-                        for req, text, j in failed]
+                reqs = [replace(req, messages=tuple(repair_messages(
+                            req.messages, c.text, j.outcome, j.reason,
+                            cut=c.finish_reason == "length", max_tokens=self.cfg.max_tokens)))
+                        for req, c, j in failed]
                 done = self._call(reqs, (r, turn))
         self.progress(self.total, self.total)
         return [s.result() for s in slots]
@@ -226,24 +237,33 @@ class DesignRun:
     def _fresh_request(self, s: _Slot, r: int) -> _Request:
         cfg = self.cfg
         if s.parent is not None:
-            msgs = build_mutation_prompt(s.parent, s.skill, difficulty=cfg.difficulty)
+            msgs = build_mutation_prompt(s.parent, s.skill, difficulty=cfg.difficulty,
+                                         max_tokens=cfg.max_tokens)
             return _Request(s, tuple(msgs), None, None, (s.parent.env_id,))
         doc = self.corpus.sample(self.run_seed, self.iteration, s.slot, r)
         text = truncate_words(doc.text, cfg.corpus_words)
         positives, negatives, pos_ids = self._memory_for(s.skill)
         budget = (self.policy.context_length - cfg.max_tokens) * CHARS_PER_TOKEN
-        while True:  # drop positives (the longest part) until the prompt fits the context
-            msgs = build_design_prompt(text, s.skill, difficulty=cfg.difficulty,
-                                       memory=positives, negatives=negatives)
-            if not positives or sum(len(m["content"]) for m in msgs) <= budget:
+        fallback = GAMES_EXAMPLE if cfg.setting == "games" else None
+        while True:  # drop positives (the longest part), then the example, until the prompt fits
+            example = None if positives else fallback
+            msgs = build_design_prompt(text, s.skill, difficulty=cfg.difficulty, memory=positives,
+                                       negatives=negatives, example=example,
+                                       max_tokens=cfg.max_tokens)
+            if sum(len(m["content"]) for m in msgs) <= budget or not (positives or example):
                 break
-            positives, pos_ids = positives[:-1], pos_ids[:-1]
+            if positives:
+                positives, pos_ids = positives[:-1], pos_ids[:-1]
+            else:
+                fallback = None
         ids = pos_ids + tuple(ng.env_id for ng in negatives)
         return _Request(s, tuple(msgs), doc.doc_id, text[:200], ids,
                         GroundingDocument(doc.doc_id, text, doc.title))
 
-    def _call(self, reqs: list[_Request], key: tuple[int, int]) -> list[tuple[_Request, str, Judgement]]:
-        """One batched chat call, its judgements, and one transaction archiving them."""
+    def _call(self, reqs: list[_Request],
+              key: tuple[int, int]) -> list[tuple[_Request, Any, Judgement]]:
+        """One batched chat call, its judgements (with each request and its completion), and
+        one transaction archiving them."""
         from spadework.policy.base import Conversation, SamplingParams
 
         cfg = self.cfg
@@ -267,7 +287,7 @@ class DesignRun:
                     benchmarks=env_benchmark_matches(j.code)))
             attempts.append(self._attempt(req, c, j, params.record))
             req.slot.attempts.append(attempts[-1])
-            done.append((req, c.text, j))
+            done.append((req, c, j))
             self.done += 1
             self.progress(self.done, self.total)
         self._store(envs, attempts, [r.document for r in reqs if r.document is not None])

@@ -1,0 +1,389 @@
+"""Designer validity: the share of design attempts the checker accepts, with its confidence interval.
+
+Runs ``--n`` design slots (one fresh attempt per slot, plus ``--repair-turns`` inference-only
+repairs of a rejected one) through the project's own designer (:func:`spadework.designer.
+design_environments`, what ``spadework design`` calls) with a given model, into a temporary
+archive that holds the checked starter library as a run's iteration 0 does (so novelty is judged
+against it, and the memory is what a fresh run shows). Slot ``i`` exercises skill ``i mod 6`` and
+is grounded in document ``i`` of a fixed list drawn from the default corpus: ``--docs tune`` (the
+set the designer was improved on) or ``--docs heldout`` (a disjoint set it was never looked at
+on). Both lists are prefixes of two halves of one seeded permutation of the corpus, so they are
+disjoint for every ``--n`` and the same on every machine. Sampling seeds derive from ``--seed``.
+
+Prints one JSON object: the share of slots accepted with its 95% Wilson interval, the share
+accepted at the first attempt, rejection counts per stage (the reply screen split into replies
+cut at ``max_tokens`` and other unusable replies, then the checker's stages) for first attempts,
+for every attempt and for each slot's final attempt, a few of each stage's reasons, output
+tokens and seconds per attempt (generation and checking apart), each accepted design's
+similarity to the example module the prompt showed, the settings and the model's sha256.
+Progress lines go to stderr every ``--progress-every`` seconds.
+
+The figure is a share, not a time, so no baseline runs beside it: a change to the designer is
+judged by two runs of this script on the same ``--docs`` and ``--seed``, whose intervals say
+whether the difference is more than chance (the same seeds make the two runs paired).
+
+Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/designer_validity.py
+       --model qwen2.5-coder-0.5b-instruct [--docs tune|heldout] [--n 40] [--backend llamacpp]
+       [--max-tokens 1024] [--repair-turns 0] [--temperature 0.6] [--max-turns 4] [--seed 0]
+       [--batch 8] [--archive-dir DIR (keep the archive, to read the replies)]
+       [--start-slot K (continue a killed run in --archive-dir)]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+#: The two document sets: alternate positions of one seeded permutation of the corpus.
+DOC_SETS = ("tune", "heldout")
+#: The reply screen's outcome split by why: a reply cut at max_tokens is the commonest failure of
+#: small models and says "shorter module or more tokens", the rest (empty, binary) something else.
+CUT = "cut_at_max_tokens"
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval of a share ``k / n`` (95% by default).
+
+    ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)``; unlike the normal approximation
+    it stays inside [0, 1] and is not empty at k = 0.
+
+    >>> [round(x, 3) for x in wilson(0, 40)], [round(x, 3) for x in wilson(20, 40)]
+    ([0.0, 0.088], [0.352, 0.648])
+    >>> wilson(0, 0)
+    (0.0, 1.0)
+    """
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    mid = p + z * z / (2 * n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    den = 1 + z * z / n
+    return max(0.0, (mid - half) / den), min(1.0, (mid + half) / den)
+
+
+def choose_documents(documents: Sequence[Any], which: str, n: int, seed: int = 0) -> list[Any]:
+    """The first ``n`` documents of set ``which`` ("tune": even positions of a permutation of
+    ``documents`` seeded by ``seed``, "heldout": odd ones), so the sets never overlap.
+
+    >>> docs = list(range(10))
+    >>> tune, held = choose_documents(docs, "tune", 5), choose_documents(docs, "heldout", 5)
+    >>> sorted(tune + held) == docs, choose_documents(docs, "tune", 3) == tune[:3]
+    (True, True)
+    """
+    from spadework.seeding import derive_rng
+
+    if which not in DOC_SETS:
+        raise ValueError(f"--docs must be one of {DOC_SETS}, got {which!r}")
+    order = sorted(range(len(documents)), key=lambda i: getattr(documents[i], "doc_id", i))
+    derive_rng("benchmarks.designer_validity", seed).shuffle(order)
+    picked = order[DOC_SETS.index(which)::2][:n]
+    if len(picked) < n:
+        raise ValueError(f"the corpus has {len(documents)} documents: too few for {n} per set")
+    return [documents[i] for i in picked]
+
+
+class FixedDocuments:
+    """A corpus whose ``sample`` gives document ``offset + slot`` of a list (every attempt and
+    repair of a slot sees its own document; ``iteration`` is the batch, see :func:`measure`)."""
+
+    def __init__(self, documents: Sequence[Any], per_call: int) -> None:
+        self.documents, self.per_call = list(documents), per_call
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def sample(self, seed: int, iteration: int, slot: int, attempt: int) -> Any:
+        return self.documents[iteration * self.per_call + slot]
+
+
+class TimedPolicy:
+    """Delegates to a policy and adds up the wall time of its ``chat`` calls."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.seconds = inner, 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def context_length(self) -> int:
+        return self.inner.context_length
+
+    def chat(self, conversations: Any, params: Any) -> Any:
+        t = time.monotonic()
+        try:
+            return self.inner.chat(conversations, params)
+        finally:
+            self.seconds += time.monotonic() - t
+
+
+def stage_of(attempt: Any) -> str:
+    """An attempt's outcome, with the reply screen's cut replies named apart (:data:`CUT`)."""
+    if attempt.outcome == "reply" and attempt.finish_reason == "length":
+        return CUT
+    return attempt.outcome
+
+
+def tally(results: Sequence[Any], reasons_per_stage: int = 3) -> dict:
+    """The counts of a list of :class:`spadework.designer.DesignResult` (one per slot).
+
+    ``first``: each slot's first attempt; ``all``: every attempt, repairs included; ``final``:
+    each slot's last attempt (its verdict). Reasons are the first distinct ones per stage, cut
+    to 300 characters.
+    """
+    first = Counter(stage_of(r.attempts[0]) for r in results if r.attempts)
+    every = Counter(stage_of(a) for r in results for a in r.attempts)
+    final = Counter(stage_of(r.attempts[-1]) for r in results if r.attempts)
+    reasons: dict[str, list[str]] = {}
+    for r in results:
+        for a in r.attempts:
+            seen = reasons.setdefault(stage_of(a), [])
+            why = a.reason[:300]
+            if a.outcome != "accepted" and why not in seen and len(seen) < reasons_per_stage:
+                seen.append(why)
+    n = len(results)
+    accepted = sum(r.env is not None for r in results)
+    lo, hi = wilson(accepted, n)
+    attempts = sum(len(r.attempts) for r in results)
+    return {
+        "slots": n, "attempts": attempts, "accepted": accepted,
+        "accepted_share": round(accepted / n, 4) if n else None,
+        "accepted_ci95": [round(lo, 4), round(hi, 4)],
+        "accepted_first_attempt": first.get("accepted", 0),
+        "accepted_by_repair": accepted - first.get("accepted", 0),
+        "stages_first_attempt": dict(sorted(first.items())),
+        "stages_all_attempts": dict(sorted(every.items())),
+        "stages_final": dict(sorted(final.items())),
+        "reasons": {k: v for k, v in sorted(reasons.items()) if v},
+        "output_tokens": sum(len(a.output_ids) for r in results for a in r.attempts),
+        "output_tokens_per_attempt": round(sum(len(a.output_ids) for r in results for a in r.attempts)
+                                           / max(attempts, 1), 1),
+    }
+
+
+def example_similarity(results: Sequence[Any], setting: str) -> list[float]:
+    """For each accepted environment, its similarity (the novelty stage's Jaccard index) to the
+    example module the prompt showed: how far an accepted design moved from the example (the
+    novelty stage rejects 0.9 and above)."""
+    from spadework.designer.examples import prompt_examples
+    from spadework.env.novelty import NoveltyIndex
+
+    index = NoveltyIndex(prompt_examples(setting))
+    if not len(index):
+        return []
+    return [round(index.most_similar(r.env.code).similarity, 3) for r in results if r.env is not None]
+
+
+def archived_results(archive: Any, calls: int) -> list[Any]:
+    """The :class:`spadework.designer.DesignResult` of each slot of the first ``calls`` design
+    calls of an earlier, killed measurement in ``archive`` (call ``k`` is iteration ``k``), as
+    :func:`measure` would have returned them; a call killed during its repairs has its first
+    attempts only."""
+    from spadework.archive.records import ACCEPTED
+    from spadework.designer import DesignResult
+    from spadework.types import EnvSource
+
+    results = []
+    for k in range(calls):
+        by_slot: dict[int, list[Any]] = {}
+        for a in archive.attempts(k):
+            by_slot.setdefault(a.slot, []).append(a)
+        for slot, attempts in sorted(by_slot.items()):
+            won = next((a for a in attempts if a.outcome == ACCEPTED), None)
+            env = None
+            if won is not None:
+                rec = archive.get_env(won.env_id)
+                env = EnvSource(rec.code, rec.class_name or "", rec.setting, rec.skill)
+            results.append(DesignResult(slot, attempts[0].skill, env, tuple(attempts)))
+    return results
+
+
+def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, seed: int,
+            batch: int, archive_dir: Path, progress: Callable[[dict], None] | None = None,
+            start_slot: int = 0) -> dict:
+    """Design one slot per document through :func:`spadework.designer.design_environments` into
+    the archive in ``archive_dir`` (created, holding the checked starters), ``batch`` slots per
+    call (call ``k`` is iteration ``k``, so sampling seeds differ per call), and return
+    :func:`tally`'s counts plus seconds. Slot ``i`` of the whole run exercises skill ``i mod 6``
+    and document ``i``. ``progress(state)`` is called after each call with the running counts.
+
+    ``start_slot`` (a multiple of ``batch``) continues a killed measurement in the same
+    ``archive_dir``: the slots before it are read back (:func:`archived_results`), the rest are
+    designed with the seeds the whole run would have used; seconds and the per-attempt figures
+    count the new calls only (``attempts_timed``)."""
+    if start_slot % batch:
+        raise ValueError(f"start_slot {start_slot} must be a multiple of the batch ({batch})")
+    from spadework.archive import Archive, archive_path
+    from spadework.designer import design_environments
+    from spadework.env.checker import CheckConfig
+    from spadework.library import checked_starters
+    from spadework.sandbox import Limits, Sandbox
+    from spadework.skills import skills_for
+
+    check = CheckConfig(max_turns=max_turns)
+    skills = skills_for(cfg.setting)
+    corpus = FixedDocuments(documents, batch)
+    timed = TimedPolicy(policy)
+    archive_dir.mkdir(parents=True, exist_ok=True)
+    with Archive.open(archive_path(archive_dir)) as archive, Sandbox(Limits()) as sb:
+        archive.import_starter(checked_starters(sb, check))
+        results: list[Any] = archived_results(archive, start_slot // batch)
+        earlier = sum(len(r.attempts) for r in results)
+        earlier_tokens = sum(len(a.output_ids) for r in results for a in r.attempts)
+        if len(results) != start_slot:
+            raise ValueError(f"{archive_dir} holds {len(results)} slots, not the {start_slot} "
+                             "before --start-slot")
+        start = time.monotonic()
+        if progress is not None:
+            progress({"slots_done": len(results), "slots": len(documents),
+                      "accepted": sum(r.env is not None for r in results), "seconds": 0.0})
+        for k in range(start_slot // batch, math.ceil(len(documents) / batch)):
+            first = k * batch
+            n = min(batch, len(documents) - first)
+            rotated = [skills[(first + i) % len(skills)] for i in range(len(skills))]
+            results += design_environments(timed, sb, archive, corpus, n=n, iteration=k,
+                                           run_seed=seed, skills=rotated, cfg=cfg,
+                                           check_config=check)
+            if progress is not None:
+                progress({"slots_done": len(results), "slots": len(documents),
+                          "accepted": sum(r.env is not None for r in results),
+                          "seconds": time.monotonic() - start})
+        seconds = time.monotonic() - start
+    counts = tally(results)
+    counts["accepted_similarity_to_example"] = example_similarity(results, cfg.setting)
+    attempts = max(counts["attempts"] - earlier, 1)  # the ones this process made and timed
+    new_tokens = counts["output_tokens"] - earlier_tokens
+    counts.update({
+        "attempts_timed": counts["attempts"] - earlier,
+        "seconds": round(seconds, 1), "generation_seconds": round(timed.seconds, 1),
+        "seconds_per_attempt": round(seconds / attempts, 2),
+        "generation_seconds_per_attempt": round(timed.seconds / attempts, 2),
+        "check_seconds_per_attempt": round((seconds - timed.seconds) / attempts, 2),
+        "output_tokens_per_generation_second": round(new_tokens / max(timed.seconds, 1e-9), 1),
+        "slot_skills": [r.skill for r in results],
+        "slot_outcomes": [[stage_of(a) for a in r.attempts] for r in results],
+    })
+    return counts
+
+
+def _load_policy(args: argparse.Namespace) -> Any:
+    if args.policy:  # tests: MODULE:FACTORY returning a Policy (with tests/ on PYTHONPATH)
+        module, factory = args.policy.split(":")
+        return getattr(importlib.import_module(module), factory)()
+    from spadework.policy.load import load_policy
+
+    return load_policy(args.backend, args.model, max_batch_size=args.batch, threads=args.threads)
+
+
+def _model_sha(model: str | None) -> str | None:
+    from spadework.policy.registry import DEFAULT_MODEL, known_models
+
+    spec = known_models().get(model or DEFAULT_MODEL)
+    return spec.sha256 if spec is not None else None
+
+
+class _Heartbeat:
+    """A line to stderr every ``every`` seconds while a measurement runs (a design call can take
+    minutes; the state is refreshed after each call)."""
+
+    def __init__(self, every: float) -> None:
+        self.every, self.state, self.t0 = every, {}, time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def update(self, state: dict) -> None:
+        self.state = state
+        self._print()
+
+    def _print(self) -> None:
+        s = self.state
+        done = f"{s['slots_done']}/{s['slots']} slots, {s['accepted']} accepted" if s else "loading"
+        print(f"[designer_validity] {time.monotonic() - self.t0:7.0f} s  {done}", file=sys.stderr,
+              flush=True)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            self._print()
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="registry name (default: the default model)")
+    ap.add_argument("--backend", default="llamacpp", help="llamacpp (default) or hf")
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: its own)")
+    ap.add_argument("--docs", default="tune", choices=DOC_SETS)
+    ap.add_argument("--n", type=int, default=40, help="design slots (one fresh attempt each)")
+    ap.add_argument("--batch", type=int, default=8, help="slots per design call")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--setting", default="games")
+    ap.add_argument("--max-tokens", type=int, default=None)
+    ap.add_argument("--repair-turns", type=int, default=None)
+    ap.add_argument("--temperature", type=float, default=None)
+    ap.add_argument("--corpus-words", type=int, default=None)
+    ap.add_argument("--max-turns", type=int, default=None,
+                    help="the turn limit designs are checked under (default: the cpu preset's)")
+    ap.add_argument("--archive-dir", type=Path, default=None, help="keep the archive here")
+    ap.add_argument("--start-slot", type=int, default=0,
+                    help="continue a killed run in --archive-dir from this slot (a multiple of --batch)")
+    ap.add_argument("--progress-every", type=float, default=10.0)
+    ap.add_argument("--policy", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.n < 1 or args.batch < 1:
+        ap.error("--n and --batch must be at least 1")
+
+    import dataclasses
+
+    import torch
+
+    torch.set_num_threads(1)
+    from spadework.config import preset
+    from spadework.default_corpus import load_default_corpus
+    from spadework.designer import DesignConfig
+
+    overrides = {"max_tokens": args.max_tokens, "repair_turns": args.repair_turns,
+                 "temperature": args.temperature, "corpus_words": args.corpus_words}
+    cfg = DesignConfig(setting=args.setting, attempts_per_slot=1,
+                       **{k: v for k, v in overrides.items() if v is not None})
+    max_turns = args.max_turns or preset("cpu").play.max_turns
+    documents = choose_documents(load_default_corpus().documents, args.docs, args.n, args.seed)
+    t = time.monotonic()
+    policy = _load_policy(args)
+    load_s = time.monotonic() - t
+    with tempfile.TemporaryDirectory() as tmp, _Heartbeat(args.progress_every) as beat:
+        counts = measure(policy, documents, cfg=cfg, max_turns=max_turns, seed=args.seed,
+                         batch=args.batch, archive_dir=args.archive_dir or Path(tmp),
+                         progress=beat.update, start_slot=args.start_slot)
+    print(json.dumps({
+        "benchmark": "designer_validity", "docs": args.docs,
+        "doc_ids": [d.doc_id for d in documents],
+        "model": args.model or "default", "model_sha256": _model_sha(args.model),
+        "backend": "scripted" if args.policy else args.backend, "load_seconds": round(load_s, 1),
+        "settings": {**dataclasses.asdict(cfg), "max_turns": max_turns, "seed": args.seed,
+                     "batch": args.batch, "start_slot": args.start_slot},
+        **counts, "load_average": os.getloadavg(),
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()

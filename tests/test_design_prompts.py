@@ -1,0 +1,81 @@
+"""What the designer is shown: the built-in example module (valid under the checker, shown only
+when memory has nothing, never accepted as a design), the checklist and line budget of every
+prompt, and repair turns that say what a passing module does at the failed stage."""
+
+from __future__ import annotations
+
+import pytest
+from design_support import GOOD_CODE, ScriptedPolicy, corpus, fenced, start_sandbox
+from starters import starter_records
+
+from spadework.archive import Archive
+from spadework.designer import DesignConfig, build_design_prompt, design_environments, repair_messages
+from spadework.designer.examples import GAMES_EXAMPLE, prompt_examples
+from spadework.designer.prompts import REPAIR_ADVICE, max_lines
+from spadework.env.checker import STAGES, CheckConfig, check
+from spadework.library import starter_envs
+from spadework.skills import skill_named, skills_for
+
+GAMES = skills_for("games")
+
+
+@pytest.fixture(scope="module")
+def sb():
+    box = start_sandbox()
+    with box:
+        yield box
+
+
+@pytest.fixture
+def archive(tmp_path):
+    with Archive.open(tmp_path / "archive.sqlite") as a:
+        yield a
+
+
+@pytest.mark.parametrize("max_turns", [1, 4, 10])
+def test_the_example_module_passes_the_checker(sb, max_turns):
+    report = check(GAMES_EXAMPLE, sandbox=sb, config=CheckConfig(max_turns=max_turns), module=True)
+    assert report.ok, report.reason
+    assert len(GAMES_EXAMPLE.splitlines()) <= max_lines(1024)  # it keeps the budget it shows
+
+
+def test_the_example_is_shown_when_memory_is_empty_and_never_accepted(sb, archive):
+    renamed = GAMES_EXAMPLE.replace("CompoundInterestEnv", "SavingsEnv").replace("self.deposit", "self.p")
+    policy = ScriptedPolicy([[fenced(renamed), fenced(GOOD_CODE)]])
+    results = design_environments(policy, sb, archive, corpus(), n=2, iteration=0, run_seed=1,
+                                  skills=GAMES, cfg=DesignConfig(attempts_per_slot=1),
+                                  check_config=CheckConfig(max_turns=4))
+    assert [r.attempts[0].outcome for r in results] == ["novelty", "accepted"]
+    assert "near-duplicate" in results[0].attempts[0].reason
+    prompt = results[0].attempts[0].messages[1]["content"]
+    assert "class CompoundInterestEnv" in prompt and "at most 64 lines" in prompt
+    assert "truncated=True once self.turn >= self.max_turns" in prompt  # the checklist
+    assert results[0].attempts[0].memory_ids == ()  # the example is not an archived environment
+
+
+def test_archived_positives_replace_the_example(sb, archive):
+    archive.import_starter(starter_records())
+    countdown = next(e for e in starter_envs() if e.name == "countdown")
+    archive.record_env_stats(countdown.env_id, 0, plays=10, wins=5, regret=0.3)
+    (res,) = design_environments(ScriptedPolicy([["junk"]]), sb, archive, corpus(), n=1, iteration=1,
+                                 run_seed=1, skills=[skill_named("mathematical reasoning")],
+                                 cfg=DesignConfig(attempts_per_slot=1), check_config=CheckConfig())
+    prompt = res.attempts[0].messages[1]["content"]
+    assert countdown.code.strip() in prompt and "CompoundInterestEnv" not in prompt
+
+
+def test_tool_use_prompts_show_no_games_example():
+    text = build_design_prompt("A doc.", skills_for("tool-use")[0], max_tokens=512)[1]["content"]
+    assert "CompoundInterestEnv" not in text and "at most 32 lines" in text
+    assert prompt_examples("games") == (GAMES_EXAMPLE,)
+
+
+def test_repair_turns_carry_advice_for_every_stage():
+    assert set(STAGES) <= set(REPAIR_ADVICE) and "reply" in REPAIR_ADVICE
+    msgs = [{"role": "user", "content": "design"}]
+    contract = repair_messages(msgs, "code", "contract", "reset(seed=0) returned a dict",
+                               max_tokens=1024)[-1]["content"]
+    assert "reset(seed=0) returned a dict" in contract and REPAIR_ADVICE["contract"] in contract
+    cut = repair_messages(msgs, "class A:", "reply", "the reply was cut at max_tokens=512 ...",
+                          cut=True, max_tokens=512)[-1]["content"]
+    assert "cut off" in cut and "at most 32 lines" in cut and "DesignConfig" not in cut
