@@ -109,6 +109,11 @@ class RunConfig:
             raise ConfigError(f"the designer's model {self.role_model('designer')} is an OpenAI-compatible "
                               "endpoint, which this run cannot train: add \"designer\" to frozen "
                               "(--freeze designer)")
+        if self.train and self.reward.variant != "blend" and "designer" not in self.trained_roles:
+            raise ConfigError(f"reward.variant = {self.reward.variant!r} only changes what the designer "
+                              "is trained on, and this run freezes the designer, so it would play "
+                              "exactly as the blend run and differ only in the designer reward it "
+                              "reports: take \"designer\" out of frozen, or leave variant at \"blend\"")
         if is_endpoint(self.role_model("agent")):
             raise ConfigError("only the designer may be an OpenAI-compatible endpoint: the agent's "
                               "turns need token ids and logprobs from a local model")

@@ -130,9 +130,13 @@ def test_role_settings_are_checked_with_what_to_do():
         ({"designer_model": "http://localhost:8000/v1"}, "#MODEL"),
         ({"designer_model": "http://localhost:8000/v1#m"}, "--freeze designer"),
         ({"agent_model": "http://localhost:8000/v1#m"}, "only the designer"),
+        # a designer-reward ablation with the designer frozen would be the blend run again
+        ({"frozen": ["designer"], "reward": {"variant": "solve_rate"}}, "take \"designer\" out of frozen"),
     ]:
         with pytest.raises(ConfigError, match=words):
             override(base, values)
+    assert override(base, {"train": False, "frozen": ["designer"],
+                           "reward": {"variant": "solve_rate"}}).reward.variant == "solve_rate"
     endpoint = override(base, {"designer_model": "http://localhost:8000/v1#m", "frozen": ["designer"]})
     assert not endpoint.shared
 
@@ -156,5 +160,6 @@ def test_the_shipped_ablation_configs_load_and_change_one_thing_each():
     solve = load_config(root / "cpu-qwen-solve-rate.toml")
     fixed = load_config(root / "cpu-qwen-fixed-pool.toml")
     assert solve.reward.variant == "solve_rate" and solve.curriculum == base.curriculum
+    assert solve.trained_roles == ("agent", "designer") and not solve.shared
     assert fixed.curriculum.designs_per_regen == 0 and fixed.reward == base.reward
     assert base.frozen == ("designer",) and not base.shared and base.trained_roles == ("agent",)
