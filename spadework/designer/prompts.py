@@ -162,8 +162,10 @@ REPAIR_ADVICE = {
     "solvable": "solution() must return the reply (or the list of replies) that wins from the "
                 "current state: compute the answer in reset(), and make step() accept exactly "
                 "that reply with reward 1.0 and terminated=True.",
-    "not_trivial": "Random, empty or repeated replies won too often, or the first observation "
-                   "shows the answer: make the answer something that must be worked out.",
+    "not_trivial": "Random, empty or repeated replies won too often, one seed's solution() won "
+                   "other seeds, or the first observation shows the answer: draw the puzzle's "
+                   "values from the seed and make the answer something that must be worked out "
+                   "from them.",
     "novelty": "Design a different game, not a copy of an existing one.",
 }
 

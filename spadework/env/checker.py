@@ -14,8 +14,9 @@ reason a designer can act on, and each stage is a public function testable on it
 6. ``solvable``     replaying solution() from a fresh reset wins (terminated, positive reward)
                     on every one of ``solvable_seeds`` seeds drawn as play draws them
                     (:mod:`spadework.env.solvable`);
-7. ``not_trivial``  random, empty and repeated actions win at most ``trivial_rate`` of episodes,
-                    and the answer is not printed in the first observation;
+7. ``not_trivial``  random, empty and repeated actions, and one seed's solution() replayed on
+                    other seeds, each win at most ``trivial_rate`` of episodes, and the answer
+                    is not printed in the first observation;
 8. ``novelty``      not a near-duplicate of existing code (:mod:`spadework.env.novelty`; omitted
                     when nothing is given to compare against).
 

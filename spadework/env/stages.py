@@ -26,6 +26,7 @@ from spadework.env.probe import (
     do_step,
     find_leak,
     play,
+    solution_actions,
     probe_actions,
     random_action,
     short,
@@ -129,8 +130,21 @@ def _compare(first: list, other: list, seed: int, label: str) -> None:
 
 _LEAK_SEEDS = 3
 
+#: What a rejection by each trivial strategy asks the designer to change.
+_TRIVIAL_FIX = {
+    "": "a win must need the right answer",
+    "memorised": ("the actions solution() gives on one seed win the other seeds too: draw what "
+                  "the answer depends on (hidden values, the task's numbers) from reset(seed), "
+                  "so that each instance needs its own answer"),
+}
 
-def _strategies(cfg: CheckConfig, tools: list[str]) -> dict[str, list[tuple[int, Callable[[int], str]]]]:
+
+def _strategies(cfg: CheckConfig, tools: list[str],
+                memorised: list[str]) -> dict[str, list[tuple[int, Callable[[int], str]]]]:
+    """Each trivial strategy's episodes as (seed, policy). ``memorised``: the actions solution()
+    gave on seed ``cfg.seed + 1000``, replayed word for word on other seeds (its last action
+    repeated past its end): when they win there, the answer does not depend on the instance and
+    an agent wins by remembering one reply sequence."""
     base, n_fixed = cfg.seed + 1000, max(1, cfg.trivial_episodes // 4)
 
     def rand(seed: int) -> Callable[[int], str]:
@@ -143,25 +157,30 @@ def _strategies(cfg: CheckConfig, tools: list[str]) -> dict[str, list[tuple[int,
         "repeated": [
             (base + e, lambda _turn, a=REPEATED[e % len(REPEATED)]: a) for e in range(n_fixed)
         ],
+        "memorised": [
+            (base + 1 + e, lambda turn: memorised[min(turn, len(memorised) - 1)])
+            for e in range(cfg.trivial_episodes)
+        ],
     }
 
 
 def not_trivial_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None = None) -> str:
     """The answer is not printed in the first observation, and no trivial strategy (random,
-    empty, the same reply repeated) wins more than ``trivial_rate`` of its episodes. Its units of
-    work are those episodes."""
+    empty, the same reply repeated, one instance's solution replayed on the others) wins more
+    than ``trivial_rate`` of its episodes. Its units of work are those episodes."""
     budget = budget or Budget.unlimited()
     base = cfg.seed + 1000
     with open_env() as env:
-        firsts = {}
+        firsts, solutions = {}, {}
         for seed in range(base, base + _LEAK_SEEDS):
             obs = do_reset(env, seed, cfg.max_obs_chars)
-            firsts[seed] = (obs, answer_of(call_env("solution()", env.solution)))
+            solutions[seed] = call_env("solution()", env.solution)
+            firsts[seed] = (obs, answer_of(solutions[seed]))
         leak = find_leak(firsts)
         if leak:
             raise ContractError(f"answer leaked: {leak}; state the task, never its answer")
         rates = []
-        strategies = _strategies(cfg, tool_names(env))
+        strategies = _strategies(cfg, tool_names(env), solution_actions(solutions[base]))
         budget.plan(sum(len(episodes) for episodes in strategies.values()), "episodes")
         for name, episodes in strategies.items():
             wins = 0
@@ -172,7 +191,7 @@ def not_trivial_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None 
             if rate > cfg.trivial_rate:
                 raise ContractError(
                     f"trivial: {name} replies won {wins} of {len(episodes)} episodes "
-                    f"({rate:.0%} > {cfg.trivial_rate:.0%}); a win must need the right answer"
+                    f"({rate:.0%} > {cfg.trivial_rate:.0%}); " + _TRIVIAL_FIX.get(name, _TRIVIAL_FIX[""])
                 )
             rates.append(f"{name} {wins}/{len(episodes)}")
     return "wins by " + ", ".join(rates) + "; answer not in the first observation"

@@ -318,6 +318,19 @@ def test_empty_replies_that_win_are_trivial(sb):
         not_trivial_stage(opener(sb, code), CFG)
 
 
+def test_one_answer_on_every_seed_is_trivial(sb):
+    """An environment that shows each seed's numbers but wants the same answer on all of them
+    (one of the 1.5B designer's accepted designs did) is won by replaying one instance's
+    solution(): the memorised strategy rejects it; the fixture whose answer follows from the
+    seed passes it."""
+    fixed = _variant("        self.target = (self.a * self.b + self.c) % self.m\n",
+                     "        self.target = 7777\n")
+    with pytest.raises(ContractError, match="memorised replies won 20 of 20") as e:
+        not_trivial_stage(opener(sb, fixed), CFG)
+    assert "draw what the answer depends on" in e.value.reason
+    assert "memorised 0/20" in not_trivial_stage(opener(sb, GOOD_CODE), CFG)
+
+
 def test_trivial_rate_is_a_threshold(sb):
     always = (FIXTURES / "bad" / "always_wins.py").read_text()
     assert "random 20/20" in not_trivial_stage(opener(sb, always), CheckConfig(trivial_rate=1.0))
@@ -483,7 +496,7 @@ def test_progress_reports_numbers_for_every_stage(sb):
     assert starts == RUNTIME_STAGES and ends == [(s, True) for s in RUNTIME_STAGES]
     last = {e.stage: e for e in events if e.event == "end"}
     assert (last["solvable"].done, last["solvable"].total, last["solvable"].unit) == (64, 64, "seeds")
-    assert (last["not_trivial"].done, last["not_trivial"].total) == (30, 30)
+    assert (last["not_trivial"].done, last["not_trivial"].total) == (50, 50)
     assert last["contract"].done == last["contract"].total == 25
     assert all(0 <= e.done <= max(e.total, e.done) and e.budget == 60.0 for e in events)
     assert [e.elapsed for e in events] == sorted(e.elapsed for e in events)
