@@ -665,13 +665,21 @@ def eval_cmd(
     if policy:
         mod, _, fn = policy.partition(":")
         chosen = getattr(importlib.import_module(mod), fn)
+    console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with _reported(SpadeworkError), Progress(*columns, console=Console(stderr=True)) as bar:
+    with _reported(SpadeworkError), Progress(*columns, console=console,
+                                             disable=not console.is_terminal) as bar:
         task = bar.add_task(f"{suite}: loading the model", total=None)
+        lines = _EvalLines(console, suite)  # a log or CI: a line per step and per tenth done
+
+        def report(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{suite}: {what}")
+            if not console.is_terminal:
+                lines(done, total, what)
+
         summary = run_eval(suite, model=model, checkpoint=checkpoint, preset=preset, out=out,
                            seed=seed, data=data, backend=chosen, max_items=max_items,
-                           progress=lambda done, total, what: bar.update(
-                               task, completed=done, total=total, description=f"{suite}: {what}"))
+                           progress=report)
     m = summary["metrics"]
     rows = [("overall", m["overall"]), *m["buckets"].items(), *(
             [("disjoint", m["disjoint"])] if "disjoint" in m else [])]
@@ -683,6 +691,23 @@ def eval_cmd(
         typer.echo(f"{name:<{width}}  {100 * b['score']:5.1f}%  95% CI [{100 * lo:.1f}, "
                    f"{100 * hi:.1f}]{exact}  ({b['items']} items, {b['samples']} samples)")
     typer.echo(f"statuses: {m['statuses']}; {summary['wall_seconds']:.0f} s; {out / summary['suite']}")
+
+
+class _EvalLines:
+    """``spadework eval``'s progress where no bar can show (a file, a pipe, CI): a line when it
+    moves to another step (generating items, sampling, playing) and each time a step's count
+    passes another tenth of its total, through :class:`spadework.progress.StageDisplay`."""
+
+    def __init__(self, console: object, suite: str) -> None:
+        from spadework.progress import StageDisplay
+
+        self.display, self.suite, self.what = StageDisplay(console), suite, None
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        if what != self.what:
+            self.what = what
+            self.display.stage("eval", f"{self.suite}: {what}")
+        self.display.advance("eval", done, total)
 
 
 @eval_app.command("list")

@@ -62,6 +62,8 @@ def test_smoke_run_writes_samples_summary_and_report(tmp_path):
     assert {n for n, active, _ in summary["judge"]["layers"] if active} >= {"seccomp", "rlimits"}
     assert "| overall |" in (out / "summary.md").read_text()
     assert "Traceback" not in p.stderr and "Warning" not in p.stderr
+    # no terminal here, so progress comes as lines: one per step, one per tenth done
+    assert "eval  rg-hard: sampling" in p.stderr and "eval  4/4" in p.stderr, p.stderr
 
 
 def test_compare_prints_the_paired_table_and_says_cis_are_unadjusted(tmp_path):
