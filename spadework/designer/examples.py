@@ -8,9 +8,11 @@ rule at work: a string observation with the action format, a seeded instance bui
 ``reset()``, a turn count that truncates at ``max_turns``, a format reminder, informative
 feedback and a ``solution()`` computed from the state. It is short on purpose: the model's
 module must fit in ``DesignConfig.max_tokens``, and an example sets the length it imitates.
-Everything it needs besides its two imports is inside the class: the 1.5B model, rewriting an
-earlier version, kept the class and dropped the module-level regex it used (3 of 8 tune
-attempts failed on that NameError).
+Everything it needs besides its one import is inside the class, and it parses the reply with
+string methods, not ``re``: the 1.5B model, rewriting earlier versions, kept the class and
+dropped a module-level regex (3 of 8 tune attempts failed on that NameError), then kept
+``re.search`` and dropped ``import re`` (4 of the 8 design attempts of a cpu-qwen run's first
+iteration, repairs included, raised ``NameError: name 're' is not defined``).
 
 The example is also in the designer's novelty index (:func:`prompt_examples`, used by
 :class:`spadework.designer.run.DesignRun`), so a copy of it is rejected as a near-duplicate
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 GAMES_EXAMPLE = '''\
 import random
-import re
 
 
 class CompoundInterestEnv:
@@ -50,10 +51,10 @@ class CompoundInterestEnv:
     def step(self, action):
         self.turn += 1
         truncated = self.turn >= self.max_turns
-        match = re.search(r"\\\\boxed\\{([^{}]*)\\}", action)
-        if match is None or not match.group(1).strip().isdigit():
+        reply = action.rsplit("\\\\boxed{", 1)[-1].split("}")[0].strip()
+        if "\\\\boxed{" not in action or not reply.isdigit():
             return "Reply with a whole number in \\\\boxed{}. " + self.task(), 0.0, False, truncated, {}
-        guess = int(match.group(1).strip())
+        guess = int(reply)
         if guess == self.answer:
             return "Correct!", 1.0, True, False, {}
         feedback = "too high" if guess > self.answer else "too low"
