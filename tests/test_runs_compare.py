@@ -132,6 +132,12 @@ def expected_rows(run_dir: Path, losses: list[dict] | None) -> list[dict]:
                 "designer_reward": m["designer_reward"]["mean"],
                 "loss_agent": step.get("loss_agent"), "loss_designer": step.get("loss_designer"),
                 "seconds": sum(v for v in m["seconds"].values() if v is not None),
+                "hinted_win_rate": sum(r > 0 for _, arm, r in ret if arm == "hint")
+                / sum(arm == "hint" for _, arm, _ in ret),
+                "move_share": sum(t.parsed for e in eps for t in e.turns)
+                / sum(len(e.turns) for e in eps),
+                "cut_share": sum(t.finish_reason == "length" for e in eps for t in e.turns)
+                / sum(len(e.turns) for e in eps),
             })
     return out
 
@@ -156,7 +162,8 @@ def test_the_figures_match_the_archive_rows(runs, tmp_path):
     first = a["iterations"][0]
     assert first["design_attempts"] == 2 and first["played_designed"] >= 1  # designs were played
     assert 0 < first["unhinted_win_rate"] < 1 and first["loss_designer"] is not None
-    for key in ("band_share", "win_rate_zero_share", "win_rate_one_share", "mean_regret"):
+    for key in ("band_share", "win_rate_zero_share", "win_rate_one_share", "mean_regret",
+                "hinted_win_rate", "move_share"):
         assert any(row[key] > 0 for row in a["iterations"]), key  # a figure the test can tell apart
     assert a["iterations"][1]["design_attempts"] is None  # smoke regenerates every 2nd iteration
     assert a["iterations"][1]["loss_agent"] is None
