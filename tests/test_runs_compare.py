@@ -114,6 +114,7 @@ def expected_rows(run_dir: Path, losses: list[dict] | None) -> list[dict]:
                 rates.append(sum(r > 0 for r in mine) / len(mine))
                 regrets.append(reward.regret(hinted, mine))
             unhinted = [r for _, arm, r in ret if arm == "no_hint"]
+            no_hint = [e for e in eps if e.arm == "no_hint"]
             attempts = [x for x in a.attempts() if x.iteration == i]
             updated = losses is not None and not m["train"].get("note")  # a note: no update
             step = next(steps) if updated else {}
@@ -134,10 +135,10 @@ def expected_rows(run_dir: Path, losses: list[dict] | None) -> list[dict]:
                 "seconds": sum(v for v in m["seconds"].values() if v is not None),
                 "hinted_win_rate": sum(r > 0 for _, arm, r in ret if arm == "hint")
                 / sum(arm == "hint" for _, arm, _ in ret),
-                "move_share": sum(t.parsed for e in eps for t in e.turns)
-                / sum(len(e.turns) for e in eps),
-                "cut_share": sum(t.finish_reason == "length" for e in eps for t in e.turns)
-                / sum(len(e.turns) for e in eps),
+                "well_formed_share": sum(sum(t.parsed for t in e.turns) / len(e.turns) for e in no_hint)
+                / len(no_hint),
+                "cut_share": sum(t.finish_reason == "length" for e in no_hint for t in e.turns)
+                / sum(len(e.turns) for e in no_hint),
             })
     return out
 
@@ -163,7 +164,7 @@ def test_the_figures_match_the_archive_rows(runs, tmp_path):
     assert first["design_attempts"] == 2 and first["played_designed"] >= 1  # designs were played
     assert 0 < first["unhinted_win_rate"] < 1 and first["loss_designer"] is not None
     for key in ("band_share", "win_rate_zero_share", "win_rate_one_share", "mean_regret",
-                "hinted_win_rate", "move_share"):
+                "hinted_win_rate", "well_formed_share"):
         assert any(row[key] > 0 for row in a["iterations"]), key  # a figure the test can tell apart
     assert a["iterations"][1]["design_attempts"] is None  # smoke regenerates every 2nd iteration
     assert a["iterations"][1]["loss_agent"] is None

@@ -69,7 +69,7 @@ class IterationRow:
     loss_designer: float | None
     seconds: float | None
     hinted_win_rate: float | None = None
-    move_share: float | None = None
+    well_formed_share: float | None = None
     cut_share: float | None = None
 
 
@@ -158,14 +158,14 @@ def run_figures(run_dir: str | Path) -> RunFigures:
         for r in archive.query("SELECT iteration, rewards, terminated FROM episodes "
                                "WHERE arm = 'hint'"):
             hinted[r[0]].append(episode_return(unpack_floats(r[1]), bool(r[2])))
-        replies = {r[0]: (r[1], r[2] or 0, r[3] or 0) for r in archive.query(
-            "SELECT iteration, count(*), sum(parsed), sum(finish_reason = 'length') FROM turns "
+        cut = {r[0]: r[1] for r in archive.query(
+            "SELECT iteration, avg(finish_reason = 'length') FROM turns WHERE arm = 'no_hint' "
             "GROUP BY iteration")}
         config = archive.load_state("config") or {}
         progress = archive.load_state("progress")
         notes = (archive.note,) if archive.note else ()
     rows = tuple(_replies(_row(i, m, played.get(i, []), designs.get(i)), hinted.get(i, []),
-                          replies.get(i)) for i, m in sorted(metrics.items()))
+                          cut.get(i)) for i, m in sorted(metrics.items()))
     under_way = None
     if progress is not None and progress.get("stage") != "store":
         under_way = {"iteration": progress["iteration"], "stage": progress["stage"]}
@@ -229,18 +229,16 @@ def _row(i: int, m: Mapping[str, Any], played: Sequence[Any],
         unhinted_return=metric(m, "agent_return.no_hint"),
         designer_reward=metric(m, "designer_reward.mean"),
         loss_agent=metric(m, "losses.agent"), loss_designer=metric(m, "losses.designer"),
+        well_formed_share=metric(m, "agent_format_share.no_hint"),
         seconds=round(math.fsum(seconds), 3) if seconds else None)
 
 
-def _replies(row: IterationRow, hinted: Sequence[float],
-             turns: tuple[int, int, int] | None) -> IterationRow:
-    """``row`` with the hinted arm's pooled win rate and the agent's replies: the share holding
-    a move the host could parse, and the share cut at the token limit (``turns``: replies,
-    parsed, cut)."""
-    n = turns[0] if turns else 0
+def _replies(row: IterationRow, hinted: Sequence[float], cut: float | None) -> IterationRow:
+    """``row`` with the hinted arm's pooled win rate (``hinted``: its returns) and the share of
+    the unhinted replies cut at the token limit."""
     return dataclasses.replace(
         row, hinted_win_rate=sum(1 for r in hinted if r > 0) / len(hinted) if hinted else None,
-        move_share=turns[1] / n if n else None, cut_share=turns[2] / n if n else None)
+        cut_share=cut)
 
 
 def _share(rates: Sequence[float], value: float) -> float | None:
@@ -325,9 +323,9 @@ def legend() -> list[str]:
         "     return   the agent's mean unhinted return;  d.reward  mean designer reward credited",
         "     loss ag, loss des  the train stage's per-role loss (- : no update, or --no-train)",
         "     wall s   the iteration's stages' seconds, summed",
-        "     hinted win rate: the hinted arm's wins / plays; replies with a move: the share of",
-        "              the agent's replies (both arms) holding a move the host parsed; cut: the",
-        "              share cut at the reply token limit",
+        "     hinted win rate  the hinted arm's wins / plays;  well-formed, cut  the shares of the",
+        "              unhinted replies holding a move the host parsed (an episode's share,",
+        "              averaged) and cut at the reply token limit",
     ]
 
 
@@ -387,7 +385,7 @@ def format_run(run: RunFigures) -> list[str]:
         out.append("   " + _curve("unhinted win rate", [r.unhinted_win_rate for r in run.iterations])
                    + "   " + _curve("unhinted return", [r.unhinted_return for r in run.iterations]))
         out.append("   " + _curve("hinted win rate", [r.hinted_win_rate for r in run.iterations])
-                   + "   " + _curve("replies with a move", [r.move_share for r in run.iterations])
+                   + "   " + _curve("well-formed", [r.well_formed_share for r in run.iterations])
                    + "   " + _curve("cut", [r.cut_share for r in run.iterations]))
         out.append(_line(["it", "designs", "played", *(h for h, _, _ in COLUMNS)]))
         for r in run.iterations:
