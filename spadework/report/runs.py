@@ -403,8 +403,10 @@ def format_run(run: RunFigures) -> list[str]:
         out.append(f"   {run.before_after_note}")
     else:
         out.append(f"   held-out eval, before -> after (pp, 95% CI): {len(run.before_after)} scopes")
+        suite_w = max(18, *(len(d.suite) for d in run.before_after))
+        scope_w = max(12, *(len(d.scope) for d in run.before_after))
         for d in run.before_after:
-            out.append(f"     {d.suite:<18} {d.scope:<12} {100 * d.before:5.1f} -> {100 * d.after:5.1f}"
+            out.append(f"     {d.suite:<{suite_w}} {d.scope:<{scope_w}} {100 * d.before:5.1f} -> {100 * d.after:5.1f}"
                        f"  {100 * d.diff:+6.1f} [{100 * d.ci95[0]:+.1f}, {100 * d.ci95[1]:+.1f}]"
                        f"  p(Holm) {d.p_holm:.3f}{' *' if d.significant else ''}  ({d.items} items)")
         out.append(f"     {run.before_after_note}")
