@@ -200,7 +200,8 @@ def _cpu_qwen() -> RunConfig:
     """The mechanism on a CPU with capable small models: a frozen Qwen2.5-Coder-1.5B designer
     and a Qwen2.5-Coder-0.5B agent trained with LoRA, both sampled by llama.cpp (pull them with
     ``spadework models pull NAME --accept-unlicensed``). Sized for about 60 minutes on two
-    cores; the README's "What the mechanism does on a CPU" has the measurements behind it.
+    cores (3 of its 4 iterations took 42 minutes beside another job, peak RSS 13.2 GiB); the
+    README's "What the mechanism does on a CPU" has the measurements behind it.
 
     Why this shape: one LoRA update of the 0.5B model costs about 40 s per thousand tokens on
     two cores, so training the designer as well (designs of ~1,500 prompt + 1,024 output tokens
@@ -208,8 +209,9 @@ def _cpu_qwen() -> RunConfig:
     design attempts, the 1.5B is the larger offline coder. The 1.5B designs with one repair
     turn fed the checker's reason. The agent's turns are packed per episode
     (``learner.pack_turns``), which keeps an update to a few minutes. Shaping stays on at 0.2
-    (as in ``cpu``): in the measured iteration the 0.5B agent won none of its starter games,
-    so without shaping its groups would all score alike and give no gradient.
+    (as in ``cpu``): the 0.5B agent won none of its games in the measured runs, so without
+    shaping its groups would all score alike and give no gradient; with it, the share of
+    well-formed replies rose from 0.17 to 0.92 in three iterations, which is all it taught.
     """
     return RunConfig(
         preset="cpu-qwen", model="qwen2.5-coder-0.5b-instruct",
