@@ -9,7 +9,8 @@ says whether the agent could win the kind of environment the designer is shown, 
 
 Measured (2-core machine, beside other jobs; the base Qwen2.5-Coder-0.5B, cpu-qwen's 4 turns):
 the example 0/16 at 128 reply tokens (30% well-formed, 48% cut) and 0/16 at 512 (91%
-well-formed, none cut); the blend run's accepted ``MathSeriesEnv`` 0/16 at 128.
+well-formed, none cut); the blend run's accepted ``MathSeriesEnv`` 0/16 at 128; the
+designer benchmark's well-posed ``UluruEnv`` (a box's volume, its sides shown) 0/16 at 128.
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/agent_probe.py [--preset cpu-qwen]
        [--plays 16] [--max-tokens N] [--run-dir runs/qwen-blend] [--module FILE --class NAME]
