@@ -65,6 +65,23 @@ def _confine() -> list[list]:
     return [[name, *layers[name]] for name in layers]
 
 
+def _seed_globals(name: str) -> None:
+    """Seed the global ``random`` and numpy generators from ``name`` before a dataset or an item
+    is built: some generators draw from them unseeded (reasoning-gym 0.1.25's ``codeio`` item 68
+    printed a different example in each process), so that every worker builds the same items
+    whatever it built before."""
+    import random
+    import zlib
+
+    seed = zlib.crc32(name.encode())
+    random.seed(seed)
+    try:
+        import numpy
+    except ImportError:  # numpy comes with reasoning-gym; without it there is nothing to seed
+        return
+    numpy.random.seed(seed)
+
+
 class _State:
     """Datasets built so far and the items drawn from them (one worker's life)."""
 
@@ -77,8 +94,10 @@ class _State:
 
         key = json.dumps([task, kwargs], sort_keys=True)
         if key not in self.datasets:
+            _seed_globals(key)
             self.datasets[key] = reasoning_gym.create_dataset(task, **kwargs)
         if (key, index) not in self.entries:
+            _seed_globals(f"{key}:{index}")
             self.entries[(key, index)] = self.datasets[key][index]
         return self.entries[(key, index)]
 

@@ -159,3 +159,13 @@ def test_oracle_scores_one_on_all_of_rg_hard_as_the_paper_plays_it(judge):
     right = [r for r in right if r.item_id not in timeouts]
     boxed = [r for r in boxed if r.item_id not in timeouts]
     _check_oracle(right, boxed, [r for r in bad if r.item_id not in timeouts])
+
+
+def test_an_item_built_from_unseeded_global_randomness_is_the_same_in_every_worker():
+    """reasoning-gym 0.1.25's codeio item 68 draws its example from the global random: before
+    the worker seeded it per item, two processes printed two questions and `eval compare`
+    refused the pair. Two fresh workers, one of which built another item first."""
+    kwargs = task_by_name("codeio").kwargs(hard=False)  # rg-default's
+    with Judge() as a, Judge() as b:
+        b.rg_item("codeio", kwargs, 67, 60)
+        assert a.rg_item("codeio", kwargs, 68, 60) == b.rg_item("codeio", kwargs, 68, 60)
