@@ -107,12 +107,14 @@ def compare_paths(a: str | Path, b: str | Path, *, seed: int = 0) -> dict[str, A
 
 def format_comparison(result: dict[str, Any]) -> str:
     """A text table of a comparison, in percentage points, with the multiplicity note."""
-    head = f"{'suite':<18} {'scope':<12} {'A %':>6} {'B %':>6} {'A-B pp':>7} {'95% CI (unadj.)':>17} " \
+    sw = max([18, *(len(r["suite"]) for r in result["comparisons"])])
+    cw = max([12, *(len(r["scope"]) for r in result["comparisons"])])
+    head = f"{'suite':<{sw}} {'scope':<{cw}} {'A %':>6} {'B %':>6} {'A-B pp':>7} {'95% CI (unadj.)':>17} " \
            f"{'p':>7} {'p Holm':>7}  sig"
     lines = [f"A = {result.get('a', 'A')}", f"B = {result.get('b', 'B')}", head]
     for r in result["comparisons"]:
         lo, hi = r["ci95"]
-        lines.append(f"{r['suite']:<18} {r['scope']:<12} {100 * r['a']:6.1f} {100 * r['b']:6.1f} "
+        lines.append(f"{r['suite']:<{sw}} {r['scope']:<{cw}} {100 * r['a']:6.1f} {100 * r['b']:6.1f} "
                      f"{100 * r['diff']:+7.1f} [{100 * lo:+6.1f}, {100 * hi:+6.1f}] "
                      f"{r['p']:7.4f} {r['p_holm']:7.4f}  {'*' if r['significant'] else ''}")
     lines.append(result["note"])
