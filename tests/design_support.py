@@ -10,7 +10,7 @@ from scripted_policy import ScriptedPolicy
 
 from spadework.corpus import Corpus, Document
 
-__all__ = ["GOOD_CODE", "ScriptedPolicy", "bad", "corpus", "fenced", "start_sandbox"]
+__all__ = ["GOOD_CODE", "ScriptedPolicy", "archive", "bad", "corpus", "fenced", "sb", "start_sandbox"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "envs"
 GOOD_CODE = (FIXTURES / "good" / "arithmetic_chain.py").read_text()
@@ -41,3 +41,20 @@ def start_sandbox():
     except SandboxUnavailable as e:
         pytest.skip(f"no sandbox here: {e.reason}")
     return box
+
+
+@pytest.fixture(scope="module")
+def sb():
+    """A started sandbox for a test module (skipped where none can start)."""
+    box = start_sandbox()
+    with box:
+        yield box
+
+
+@pytest.fixture
+def archive(tmp_path):
+    """An empty archive in the test's folder."""
+    from spadework.archive import Archive
+
+    with Archive.open(tmp_path / "archive.sqlite") as a:
+        yield a

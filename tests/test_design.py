@@ -10,7 +10,9 @@ import subprocess
 import sys
 
 import pytest
-from design_support import GOOD_CODE, ScriptedPolicy, bad, corpus, fenced, start_sandbox
+from design_support import (  # noqa: F401 (archive and sb: fixtures)
+    GOOD_CODE, ScriptedPolicy, archive, bad, corpus, fenced, sb,
+)
 from starters import starter_records
 
 from spadework.archive import Archive
@@ -33,19 +35,6 @@ from spadework.types import env_id_of
 
 GAMES = skills_for("games")
 CHECK = CheckConfig(trivial_episodes=8, determinism_seeds=2)
-
-
-@pytest.fixture(scope="module")
-def sb():
-    box = start_sandbox()
-    with box:
-        yield box
-
-
-@pytest.fixture
-def archive(tmp_path):
-    with Archive.open(tmp_path / "archive.sqlite") as a:
-        yield a
 
 
 def run(policy, sb, archive, n, cfg=None, iteration=0, skills=GAMES, progress=None):

@@ -5,10 +5,11 @@ prompt, and repair turns that say what a passing module does at the failed stage
 from __future__ import annotations
 
 import pytest
-from design_support import GOOD_CODE, ScriptedPolicy, corpus, fenced, start_sandbox
+from design_support import (  # noqa: F401 (archive and sb: fixtures)
+    GOOD_CODE, ScriptedPolicy, archive, corpus, fenced, sb,
+)
 from starters import starter_records
 
-from spadework.archive import Archive
 from spadework.designer import DesignConfig, build_design_prompt, design_environments, repair_messages
 from spadework.designer.examples import GAMES_EXAMPLE, prompt_examples
 from spadework.designer.prompts import REPAIR_ADVICE, max_lines
@@ -17,19 +18,6 @@ from spadework.library import starter_envs
 from spadework.skills import skill_named, skills_for
 
 GAMES = skills_for("games")
-
-
-@pytest.fixture(scope="module")
-def sb():
-    box = start_sandbox()
-    with box:
-        yield box
-
-
-@pytest.fixture
-def archive(tmp_path):
-    with Archive.open(tmp_path / "archive.sqlite") as a:
-        yield a
 
 
 @pytest.mark.parametrize("max_turns", [1, 4, 10])

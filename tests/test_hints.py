@@ -5,7 +5,7 @@ and counted, good ones stored in the archive and reused."""
 from __future__ import annotations
 
 import pytest
-from design_support import GOOD_CODE, ScriptedPolicy, start_sandbox
+from design_support import GOOD_CODE, ScriptedPolicy, sb  # noqa: F401 (sb: fixtures)
 from starters import starter_records
 
 from spadework.archive import Archive, EnvRecord
@@ -38,13 +38,6 @@ class ColourEnv:
     def solution(self):
         return "\\\\boxed{" + self.answer + "}"
 '''
-
-
-@pytest.fixture(scope="module")
-def sb():
-    box = start_sandbox()
-    with box:
-        yield box
 
 
 @pytest.fixture
