@@ -11,7 +11,7 @@ module must fit in ``DesignConfig.max_tokens``, and an example sets the length i
 Everything it needs besides its one import is inside the class, and it parses the reply with
 string methods, not ``re``: the 1.5B model, rewriting earlier versions, kept the class and
 dropped a module-level regex (3 of 8 tune attempts failed on that NameError), then kept
-``re.search`` and dropped ``import re`` (4 of the 8 design attempts of a cpu-qwen run's first
+``re.search`` and dropped ``import re`` (4 of the 7 design attempts of a cpu-qwen run's first
 iteration, repairs included, raised ``NameError: name 're' is not defined``).
 
 The example is also in the designer's novelty index (:func:`prompt_examples`, used by
