@@ -26,10 +26,10 @@ from spadework.env.probe import (
     do_step,
     find_leak,
     play,
-    solution_actions,
     probe_actions,
     random_action,
     short,
+    solution_actions,
     tool_names,
 )
 from spadework.errors import ContractError, EnvRaised

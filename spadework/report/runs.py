@@ -39,7 +39,7 @@ from spadework.metrics import band_share, stats
 from spadework.report.charts import metric
 from spadework.report.collect import open_run
 from spadework.report.terminal import sparkline
-from spadework.reward import RewardConfig, episode_return
+from spadework.reward import RewardConfig, episode_return, win_rate
 
 #: The win-rate band [lo, hi] of every run's table: the reward's default plateau.
 BAND = (RewardConfig.lo, RewardConfig.hi)
@@ -68,9 +68,9 @@ class IterationRow:
     loss_agent: float | None
     loss_designer: float | None
     seconds: float | None
-    hinted_win_rate: float | None = None
-    well_formed_share: float | None = None
-    cut_share: float | None = None
+    hinted_win_rate: float | None
+    well_formed_share: float | None
+    cut_share: float | None
 
 
 @dataclass(frozen=True)
@@ -164,8 +164,8 @@ def run_figures(run_dir: str | Path) -> RunFigures:
         config = archive.load_state("config") or {}
         progress = archive.load_state("progress")
         notes = (archive.note,) if archive.note else ()
-    rows = tuple(_replies(_row(i, m, played.get(i, []), designs.get(i)), hinted.get(i, []),
-                          cut.get(i)) for i, m in sorted(metrics.items()))
+    rows = tuple(_row(i, m, played.get(i, []), designs.get(i), hinted.get(i, []), cut.get(i))
+                 for i, m in sorted(metrics.items()))
     under_way = None
     if progress is not None and progress.get("stage") != "store":
         under_way = {"iteration": progress["iteration"], "stage": progress["stage"]}
@@ -208,10 +208,11 @@ def _models_text(models: Sequence[RoleModel]) -> str:
     return ", ".join(f"{m.role} model {name(m)}" + " (frozen)" * m.frozen for m in models)
 
 
-def _row(i: int, m: Mapping[str, Any], played: Sequence[Any],
-         designs: list[int] | None) -> IterationRow:
-    """One iteration from its metrics record, its ``env_plays`` rows and its attempts
-    (accepted, rejected)."""
+def _row(i: int, m: Mapping[str, Any], played: Sequence[Any], designs: list[int] | None,
+         hinted: Sequence[float], cut: float | None) -> IterationRow:
+    """One iteration from its metrics record, its ``env_plays`` rows, its attempts
+    (accepted, rejected), its hinted plays' returns and the share of its unhinted replies cut
+    at the token limit."""
     rates = [r["win_rate"] for r in played]
     regrets = [r["regret"] for r in played if r["regret"] is not None]
     plays = sum(r["plays"] for r in played)
@@ -229,16 +230,9 @@ def _row(i: int, m: Mapping[str, Any], played: Sequence[Any],
         unhinted_return=metric(m, "agent_return.no_hint"),
         designer_reward=metric(m, "designer_reward.mean"),
         loss_agent=metric(m, "losses.agent"), loss_designer=metric(m, "losses.designer"),
-        well_formed_share=metric(m, "agent_format_share.no_hint"),
-        seconds=round(math.fsum(seconds), 3) if seconds else None)
-
-
-def _replies(row: IterationRow, hinted: Sequence[float], cut: float | None) -> IterationRow:
-    """``row`` with the hinted arm's pooled win rate (``hinted``: its returns) and the share of
-    the unhinted replies cut at the token limit."""
-    return dataclasses.replace(
-        row, hinted_win_rate=sum(1 for r in hinted if r > 0) / len(hinted) if hinted else None,
-        cut_share=cut)
+        seconds=round(math.fsum(seconds), 3) if seconds else None,
+        hinted_win_rate=win_rate(hinted) if hinted else None,
+        well_formed_share=metric(m, "agent_format_share.no_hint"), cut_share=cut)
 
 
 def _share(rates: Sequence[float], value: float) -> float | None:
@@ -403,8 +397,8 @@ def format_run(run: RunFigures) -> list[str]:
         out.append(f"   {run.before_after_note}")
     else:
         out.append(f"   held-out eval, before -> after (pp, 95% CI): {len(run.before_after)} scopes")
-        suite_w = max(18, *(len(d.suite) for d in run.before_after))
-        scope_w = max(12, *(len(d.scope) for d in run.before_after))
+        suite_w = max([18, *(len(d.suite) for d in run.before_after)])
+        scope_w = max([12, *(len(d.scope) for d in run.before_after)])
         for d in run.before_after:
             out.append(f"     {d.suite:<{suite_w}} {d.scope:<{scope_w}} {100 * d.before:5.1f} -> {100 * d.after:5.1f}"
                        f"  {100 * d.diff:+6.1f} [{100 * d.ci95[0]:+.1f}, {100 * d.ci95[1]:+.1f}]"
