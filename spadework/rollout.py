@@ -128,6 +128,16 @@ def regret_jobs(
     ]
 
 
+def turn_seed(seed: int, job: PlayJob, turn: int) -> int:
+    """The sampling seed of turn ``turn`` of ``job``'s episode in a ``play`` seeded ``seed``.
+
+    >>> job = PlayJob(EnvSource(code="x", class_name="X"), seed=5, arm="hint", play_index=0)
+    >>> turn_seed(1, job, 0) == turn_seed(1, job, 0) != turn_seed(1, job, 1)
+    True
+    """
+    return derive_seed(seed, job.env.env_id, job.arm, job.play_index, job.seed, turn)
+
+
 def step_timed_out(episode: Episode) -> bool:
     """Whether the environment itself hung (a reset or step passed its deadline), as opposed to
     the episode running out of wall-clock budget while the policy was generating.
@@ -341,9 +351,11 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
     """Play every job to its end and return one :class:`Episode` per job, in job order.
 
     ``policy`` follows ``spadework.policy.base.Policy``; ``sandbox`` is a started
-    ``spadework.sandbox.Sandbox`` (the caller owns both). Sampling is seeded per turn from
-    (``seed``, turn index) and the policy seeds each row from its place in the batch, so the
-    same jobs with the same weights replay the same episodes (a resumed stage relies on it).
+    ``spadework.sandbox.Sandbox`` (the caller owns both). Each episode's turn is sampled from its
+    own seed, :func:`turn_seed` of (``seed``, the job, the turn), whatever else shares its batch,
+    so the same jobs with the same weights replay the same episodes (a resumed stage relies on
+    it), and so do the same jobs split across rollout workers (``spadework.distributed``), up to
+    the float rounding of a batch's padding.
     ``progress(done, total)``, when given, is called after every turn, in turns: ``total`` is
     ``len(jobs) * cfg.max_turns`` and an episode that ends early counts its remaining turns as
     done, so the count moves at every turn, not only when episodes end (which in batched play is
@@ -356,7 +368,6 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
     queue = deque(enumerate(jobs))
     lives: list[_Live | None] = [None] * len(jobs)
     live: list[int] = []
-    turn = 0
     try:
         while queue or live:
             while queue and len(live) < cfg.batch_size:
@@ -367,7 +378,8 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
             if batch:
                 params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p,
                                         top_k=cfg.top_k, max_tokens=cfg.max_tokens,
-                                        seed=derive_seed(seed, "turn", turn))
+                                        row_seeds=[turn_seed(seed, lives[i].job, len(lives[i].turns))
+                                                   for i in batch])
                 start = time.monotonic()
                 completions = _chat(policy, [lives[i] for i in batch], params, cfg.thinking)
                 share = (time.monotonic() - start) / len(batch)
@@ -375,7 +387,6 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
                     lives[i].charged += share
                     if completion is not None:
                         _advance(lives[i], completion, cfg, tool_role, params.record)
-                turn += 1
             live = [i for i in live if lives[i].status is None]
             if progress is not None:
                 progress(sum(cfg.max_turns if lv.status is not None else min(len(lv.turns), cfg.max_turns)

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from spadework.errors import PolicyError
 from spadework.policy.base import Completion, Conversation, SamplingParams, as_conversation, cut_at_stop
-from spadework.seeding import derive_seed
 
 #: A reply: its text, or (text, finish_reason).
 Reply = str | tuple[str, str]
@@ -74,11 +73,11 @@ class ScriptedPolicy:
         turn = sum(1 for m in conv.messages if m["role"] == "assistant")
         if not self.seeded:
             return self.script(conv, turn)
-        if params.seed is not None:
-            seed = params.seed
+        if params.seed is not None or params.row_seeds:
+            seed = params.seed or 0
         else:  # greedy decoding is deterministic; sampling without a seed is not
             seed = 0 if params.greedy else secrets.randbits(63)
-        return self.script(conv, turn, random.Random(derive_seed(seed, i, j)))
+        return self.script(conv, turn, random.Random(params.sample_seed(seed, i, j)))
 
     def chat(self, conversations: Sequence, params: SamplingParams) -> list[Completion]:
         convs = [as_conversation(c) for c in conversations]

@@ -9,8 +9,10 @@ model distribution at the sampling temperature*, ``log_softmax(logits / T)``, be
 truncation (``T = 1`` for greedy decoding). Why: the learner recomputes
 ``log_softmax(logits / T)`` by a teacher-forced forward pass; truncation is not reproducible there
 (the nucleus boundary moves with tiny numeric changes) and renormalising over the nucleus would
-add a per-step constant to every importance ratio. This is what vLLM returns by default and what
-GRPO with truncated importance sampling (TIS) expects.
+add a per-step constant to every importance ratio. This is what SGLang returns by default and
+what GRPO with truncated importance sampling (TIS) expects. vLLM's default (``--logprobs-mode
+raw_logprobs``) is the distribution *before* temperature; ``spadework.distributed.engines`` starts
+vLLM with ``processed_logprobs`` (after temperature and truncation), the nearer of its modes.
 """
 
 from __future__ import annotations
@@ -49,8 +51,14 @@ class SamplingParams:
     n: int = 1
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    row_seeds: tuple[int, ...] = ()
+    """One seed per conversation, in place of ``seed``: sample ``j`` of conversation ``i`` then
+    draws from ``(row_seeds[i], j)``, so a row's tokens depend on the row itself, not on where
+    it sits in the batch nor on which batch it is in (how ``rollout.play`` seeds each episode's
+    turns, so that one episode samples alike on one worker or split across several)."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "row_seeds", tuple(int(s) for s in self.row_seeds))
         if self.temperature < 0:
             raise ConfigError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}")
         if not 0 < self.top_p <= 1:
@@ -69,6 +77,23 @@ class SamplingParams:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+    def sample_seed(self, base: int, i: int, j: int) -> int:
+        """The seed of sample ``j`` of conversation ``i``: from ``row_seeds[i]`` when given,
+        else from (``base``, i, j), ``base`` being ``seed`` or a random one drawn per call.
+
+        >>> p = SamplingParams(row_seeds=(7, 8))
+        >>> p.sample_seed(0, 1, 0) == SamplingParams(row_seeds=(8,)).sample_seed(5, 0, 0)
+        True
+        """
+        from spadework.seeding import derive_seed
+
+        if self.row_seeds:
+            if i >= len(self.row_seeds):
+                raise ConfigError(f"row_seeds has {len(self.row_seeds)} seeds but the batch has "
+                                  f"more conversations (row {i}); give one seed per conversation")
+            return derive_seed(self.row_seeds[i], j)
+        return derive_seed(base, i, j)
 
     @property
     def record(self) -> Sampling:

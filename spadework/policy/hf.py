@@ -251,7 +251,7 @@ class HFPolicy:
             chunk = order[start : start + self.max_batch_size]
             done = self._generate(
                 [prompts[rows[r][0]] for r in chunk],
-                [derive_seed(base_seed, *rows[r]) for r in chunk],
+                [params.sample_seed(base_seed, *rows[r]) for r in chunk],
                 params,
             )
             results.update(zip(chunk, done))

@@ -58,7 +58,6 @@ from typing import Any
 from spadework.errors import ConfigError, PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams
 from spadework.policy.hf import DecodeRow, chat_prompt_ids, checked_prompts, sample_tokens
-from spadework.seeding import derive_seed
 
 KV_TYPES = ("f32", "f16")
 
@@ -186,7 +185,7 @@ class LlamaCppPolicy:
         base_seed = params.seed if params.seed is not None else secrets.randbits(63)
         rows = [(i, j) for i in range(len(prompts)) for j in range(params.n)]
         row_prompts = [prompts[i] for i, _ in rows]
-        seeds = [derive_seed(base_seed, i, j) for i, j in rows]
+        seeds = [params.sample_seed(base_seed, i, j) for i, j in rows]
         with self._lock:
             if self._model is None:
                 raise PolicyError("this LlamaCppPolicy was closed")

@@ -28,7 +28,7 @@ from typing import Any
 
 from spadework.errors import PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams, as_conversation
-from spadework.policy.hf import chat_prompt_ids, derive_seed
+from spadework.policy.hf import chat_prompt_ids
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 
@@ -86,7 +86,8 @@ class OpenAIPolicy:
         """One request per conversation (``n`` samples each), run concurrently; see ``Policy``."""
         convs = [as_conversation(c) for c in conversations]
         seed = params.seed
-        bodies = [self._body(c, params, None if seed is None else derive_seed(seed, i, 0) % 2**31)
+        bodies = [self._body(c, params, None if seed is None and not params.row_seeds
+                             else params.sample_seed(seed or 0, i, 0) % 2**31)
                   for i, c in enumerate(convs)]
         path = "/chat/completions" if self.mode == "chat" else "/completions"
         deadline = (self.retries + 1) * (self.timeout_s + self.backoff_s * 2**self.retries)
