@@ -112,14 +112,57 @@ class TrainConfig:
                 raise ConfigError(reason)
 
 
-class Learner:
-    """Trains ``policy.model`` in place; see the module docstring. Not thread-safe."""
+@dataclass(frozen=True)
+class DataParallel:
+    """This learner's place among ``world`` data-parallel replicas of one model, joined by a
+    ``torch.distributed`` process group (gloo on CPU, NCCL on GPUs) that the caller initialised
+    (``spadework.distributed.learner`` does, on Ray actors).
 
-    def __init__(self, policy: Any, cfg: TrainConfig | None = None) -> None:
+    Every replica gets the whole batch and runs its share of the micro-batches
+    (:func:`shard_micro_batches`), each with the loss weights of the whole batch; the gradients
+    are summed across replicas (one all-reduce) before clipping, so every replica takes the same
+    step as one process running every micro-batch (up to the order of float additions), and
+    the step's figures are the whole batch's."""
+
+    rank: int
+    world: int
+    group: Any = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.world, int) and self.world >= 1 and 0 <= self.rank < self.world):
+            raise ConfigError(f"DataParallel needs 0 <= rank < world, got rank {self.rank} of {self.world}")
+
+
+def shard_micro_batches(micros: Sequence[Sequence[Sample]], rank: int, world: int) -> list[Sequence[Sample]]:
+    """The micro-batches replica ``rank`` of ``world`` runs: largest first, each to the replica
+    with the fewest padded tokens so far (ties to the lowest rank), the same on every replica.
+
+    >>> s = lambda n: Sample("agent", (1,) * n, (2,), (-0.1,), 0.0, Sampling(1.0))
+    >>> micros = [[s(9)], [s(2), s(3)], [s(5)]]
+    >>> [[len(m) for m in shard_micro_batches(micros, r, 2)] for r in range(2)]
+    [[1], [1, 2]]
+    """
+    load = [0] * world
+    owner: dict[int, int] = {}
+    for k in sorted(range(len(micros)), key=lambda k: -len(micros[k]) * max(x.length for x in micros[k])):
+        r = min(range(world), key=lambda r: (load[r], r))
+        owner[k] = r
+        load[r] += len(micros[k]) * max(x.length for x in micros[k])
+    return [m for k, m in enumerate(micros) if owner[k] == rank]
+
+
+class Learner:
+    """Trains ``policy.model`` in place; see the module docstring. Not thread-safe.
+
+    ``dp``: this learner is one replica of a data-parallel group (:class:`DataParallel`)."""
+
+    def __init__(self, policy: Any, cfg: TrainConfig | None = None, *,
+                 dp: DataParallel | None = None) -> None:
         import torch
 
         self.policy = policy
         self.cfg = cfg or TrainConfig()
+        self.dp = dp if dp is not None and dp.world > 1 else None
         self.steps = 0
         if self.cfg.lora:
             policy.model = _wrap_lora(policy.model, self.cfg)
@@ -192,7 +235,10 @@ class Learner:
         by_role: dict[str, Counter[str]] = {role: Counter() for role in ROLES}
         maxima = {"ratio_max": 0.0}
         ratios = _RatioFigures(cfg.tis_cap)
-        for micro in micro_batches(run, cfg.micro_batch_size, cfg.micro_batch_tokens):
+        micros = micro_batches(run, cfg.micro_batch_size, cfg.micro_batch_tokens)
+        if self.dp is not None:
+            micros = shard_micro_batches(micros, self.dp.rank, self.dp.world)
+        for micro in micros:
             loss, terms, extra = self._micro_loss(micro, total_tokens, len(samples))
             loss.backward()
             sums["loss"] += float(loss.detach())
@@ -206,6 +252,8 @@ class Learner:
             sums["tis"] += float(terms["tis"].sum())
             ratios.add(terms["sample_ratio"], [s.role for s in micro for _ in range(s.n_tokens)])
             maxima["ratio_max"] = max(maxima["ratio_max"], float(terms["ratio"].max()))
+        if self.dp is not None:
+            self._all_reduce(sums, by_role, maxima, ratios)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
         finite = bool(torch.isfinite(grad_norm))
         if finite and run:  # a NaN/inf gradient would poison the weights and Adam's moments for good
@@ -227,6 +275,43 @@ class Learner:
             "seconds": time.perf_counter() - t0,
             **_role_figures(samples, by_role),
         }
+
+    def _all_reduce(self, sums: Counter[str], by_role: dict[str, Counter[str]],
+                    maxima: dict[str, float], ratios: _RatioFigures) -> None:
+        """Sum the replicas' gradients (one flat all-reduce) and merge their figures, so that
+        every replica holds the whole batch's gradient and statistics."""
+        import torch
+        import torch.distributed as dist
+
+        group = self.dp.group
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
+                          for p in self.params])
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=group)
+        offset = 0
+        for p in self.params:
+            n = p.numel()
+            p.grad = flat[offset : offset + n].view_as(p).clone()
+            offset += n
+        mine = (dict(sums), {r: dict(c) for r, c in by_role.items()}, dict(maxima),
+                {k: dict(c) for k, c in ratios.sums.items()}, dict(ratios.max))
+        parts: list[Any] = [None] * self.dp.world
+        dist.all_gather_object(parts, mine, group=group)
+        sums.clear()
+        for key in by_role:
+            by_role[key].clear()
+        for key in ratios.sums:
+            ratios.sums[key].clear()
+        ratios.max.clear()
+        for p_sums, p_roles, p_max, p_rsums, p_rmax in parts:  # rank order: the same on every replica
+            sums.update(p_sums)
+            for role, c in p_roles.items():
+                by_role[role].update(c)
+            for key, value in p_max.items():
+                maxima[key] = max(maxima[key], value)
+            for key, c in p_rsums.items():
+                ratios.sums[key].update(c)
+            for key, value in p_rmax.items():
+                ratios.max[key] = max(ratios.max.get(key, value), value)
 
     def _micro_loss(self, micro: list[Sample], total_tokens: int,
                     total_samples: int) -> tuple[Any, dict[str, Any], dict[str, float]]:
