@@ -6,6 +6,7 @@ imported inside the commands, so ``spadework --help`` stays fast.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -468,6 +469,14 @@ def run_cmd(
     seed: int = typer.Option(None, help="Run seed: every random choice derives from it."),
     policy: str = typer.Option(None, "--policy", hidden=True,
                                help="MODULE:FACTORY returning a Policy (tests only)."),
+    ray_address: str = typer.Option(None, "--ray", metavar="[ADDRESS]",
+                                    help="Run on Ray: a local cluster with --ray alone (or --ray "
+                                    "local), or join ADDRESS (auto, HOST:PORT, ray://HOST:PORT). "
+                                    "Needs spadework[cluster]; settings in [ray]."),
+    rollout_workers: int = typer.Option(None, "--rollout-workers", min=1,
+                                        help="Ray actors that play the episodes (default: [ray]'s)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the Ray placement plan (which "
+                                 "process on which node and GPU) and start nothing."),
 ) -> None:
     """Self-play: design, validate, hint, play both arms, score, train, store; resumable."""
     import importlib
@@ -487,7 +496,17 @@ def run_cmd(
                                  ("frozen", tuple(freeze) if freeze else None)) if v is not None}
         if no_train:
             top["train"] = False
+        ray_top = {k: v for k, v in (("rollout_workers", rollout_workers),) if v is not None}
+        if ray_address is not None:
+            ray_top.update(enabled=True, address=None if ray_address == "local" else ray_address)
+        if ray_top:
+            top["ray"] = ray_top
         cfg = override(cfg, top)
+        if dry_run:
+            from spadework.distributed.run import plan_text
+
+            typer.echo(plan_text(cfg))
+            return
         if run_dir is None:
             if resume:
                 raise ConfigError("--resume needs --run-dir: the folder of the run to continue")
@@ -501,8 +520,10 @@ def run_cmd(
                 raise ConfigError(f"--policy {policy}: {e}") from e
         roles = ("" if cfg.shared else f", designer {cfg.role_model('designer') or 'default model'}, "
                  f"agent {cfg.role_model('agent') or 'default model'}") + (f", frozen: {', '.join(cfg.frozen)}" if cfg.frozen else "")
+        on_ray = (f", on Ray ({cfg.ray.address or 'local cluster'}, {cfg.ray.rollout_workers} rollout "
+                  f"workers)" if cfg.ray.enabled else "")
         typer.echo(f"spadework run: preset {cfg.preset}, {cfg.iterations} iterations, "
-                   f"{'training' if cfg.train else 'no training'}{roles}, run dir {run_dir}")
+                   f"{'training' if cfg.train else 'no training'}{roles}{on_ray}, run dir {run_dir}")
         with StageDisplay() as display:
             out = run_command(cfg, run_dir, resume=resume, policy_factory=factory, progress=display)
     for m in out:
@@ -780,7 +801,21 @@ def runs_compare(
 
 
 def main() -> None:
-    app()
+    app(args=ray_flag_args(sys.argv[1:]))
+
+
+def ray_flag_args(args: list[str]) -> list[str]:
+    """``--ray`` takes an optional ADDRESS: given alone (last, or before another option) it
+    means a local cluster, spelled ``local`` for the parser.
+
+    >>> ray_flag_args(["run", "--ray", "--dry-run"]), ray_flag_args(["run", "--ray", "auto"])
+    (['run', '--ray', 'local', '--dry-run'], ['run', '--ray', 'auto'])
+    """
+    out = list(args)
+    for k in range(len(out) - 1, -1, -1):
+        if out[k] == "--ray" and (k + 1 == len(out) or out[k + 1].startswith("-")):
+            out.insert(k + 1, "local")
+    return out
 
 
 if __name__ == "__main__":

@@ -54,7 +54,9 @@ def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
     """``spadework run``: the checks that need no model first (the run directory's state, the
     models' names), then load each role's model on the sampling backend (``policy_factory``
     replaces it; tests pass a scripted one) and, for each model that trains, the learner on its
-    trainable twin and the weight sync between them (:func:`load_roles`), then run the loop."""
+    trainable twin and the weight sync between them (:func:`load_roles`), then run the loop.
+    With ``[ray] enabled`` the loop's parts are built on a Ray cluster instead (engines, rollout
+    workers, learner replicas) and stopped when the run ends."""
     from spadework.loop import run
 
     from spadework.loggers import check_available
@@ -68,6 +70,11 @@ def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
         for role in ("agent", "designer"):
             if not is_endpoint(cfg.role_model(role)):
                 check_model(cfg.role_model(role))
+    if cfg.ray.enabled:  # the same loop; its parts on a Ray cluster (spadework.distributed.run)
+        from spadework.distributed.run import ray_parts
+
+        with ray_parts(cfg, run_dir, policy_factory=policy_factory, progress=progress) as parts:
+            return run(cfg, run_dir, resume=resume, progress=progress, **parts)
     parts = load_roles(cfg, policy_factory)
     return run(cfg, run_dir, resume=resume, progress=progress, **parts)
 

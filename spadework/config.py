@@ -19,6 +19,7 @@ from typing import Any
 
 from spadework.curriculum import CurriculumConfig
 from spadework.designer.run import DesignConfig
+from spadework.distributed.config import RayConfig
 from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
 from spadework.evaluate.inrun import EvalConfig
@@ -85,6 +86,7 @@ class RunConfig:
     learner: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
 
     def __post_init__(self) -> None:
         for name in ("iterations", "plays", "checkpoint_every", "policy_batch"):
@@ -248,7 +250,22 @@ def _paper(size: str) -> RunConfig:
         # the reference's in-loop math evaluation (AIME, n=32, T=0.7, top-p 0.8, top-k 20), which
         # its games recipes leave effectively off (--eval-interval 100000): set [eval] every
         eval=EvalConfig(every=0, suites=("math",), preset="paper-inloop"),
+        ray=_PAPER_RAY[size],
     )
+
+
+#: Where the paper presets run with ``--ray`` (``--dry-run`` prints the plan): the 4B model on one
+#: node of 8 GPUs, half serving vLLM and half training (full fine-tuning, 4 data-parallel
+#: replicas of about 30 GiB each); the 30B model on two such nodes, its servers tensor-parallel
+#: over 4 GPUs each. Rollout workers only wait on the servers and the sandbox: a few CPUs each.
+_PAPER_RAY = {
+    "4b": RayConfig(engine="vllm", generation_servers=4, gpus_per_server=1, learner_workers=4,
+                    gpus_per_learner=1, rollout_workers=16, nodes=1, gpus_per_node=8,
+                    cpus_per_node=96, dtype="bfloat16"),
+    "30b": RayConfig(engine="vllm", generation_servers=2, gpus_per_server=4, learner_workers=8,
+                     gpus_per_learner=1, rollout_workers=32, nodes=2, gpus_per_node=8,
+                     cpus_per_node=96, dtype="bfloat16"),
+}
 
 
 def preset(name: str) -> RunConfig:
@@ -265,7 +282,7 @@ def preset(name: str) -> RunConfig:
 
 
 PRESETS = ("smoke", "cpu", "cpu-qwen", "paper-4b", "paper-30b")
-_SECTIONS = ("design", "play", "reward", "curriculum", "learner", "eval", "log")
+_SECTIONS = ("design", "play", "reward", "curriculum", "learner", "eval", "log", "ray")
 
 
 def _check_type(where: str, name: str, value: Any, kind: Any) -> Any:

@@ -177,11 +177,14 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
                        f"up to {ctx.cfg.play.max_turns} turns each (progress in turns)"
                        + (f" ({sum(unwinnable.values())} instances dropped: solution() loses them)"
                           if unwinnable else ""))
-    eps = play(ctx.role_policy("agent"), ctx.sandbox, jobs, ctx.cfg.play, seed=derive_seed(ctx.cfg.run_seed, it.i, "play"),
-               progress=lambda done, total: ctx.progress.advance("play", done, total))
-    return StageResult({"episodes": len(eps), "statuses": M.statuses(eps), "tokens": M.output_tokens(eps),
-                        "unwinnable_instances": unwinnable},
-                       it.plan, lambda arch: arch.add_episodes(it.i, eps))
+    player = ctx.player or functools.partial(play, ctx.role_policy("agent"), ctx.sandbox)
+    eps = player(jobs, ctx.cfg.play, seed=derive_seed(ctx.cfg.run_seed, it.i, "play"),
+                 progress=lambda done, total: ctx.progress.advance("play", done, total))
+    figures = {"episodes": len(eps), "statuses": M.statuses(eps), "tokens": M.output_tokens(eps),
+               "unwinnable_instances": unwinnable}
+    if getattr(ctx.player, "last", None):
+        figures["rollout_workers"] = dict(ctx.player.last)
+    return StageResult(figures, it.plan, lambda arch: arch.add_episodes(it.i, eps))
 
 
 def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
@@ -346,6 +349,13 @@ def _plan(archive: Archive, prog: Mapping[str, Any]) -> Plan:
     return Plan.from_dict({"iteration": prog["iteration"], **stored})
 
 
+def uses_math_verify(archive: Archive) -> bool:
+    """Whether accepted environments import math_verify (imported reference games may): the
+    sandbox preloads it only then."""
+    return bool(archive.query("SELECT 1 FROM envs WHERE status = 'accepted' AND "
+                              "code LIKE '%math_verify%' LIMIT 1"))
+
+
 def write_metrics_file(archive: Archive, run_dir: Path) -> Path:
     """Rewrite ``metrics.jsonl`` from the archive: one line per finished iteration, always."""
     path = run_dir / METRICS_FILE
@@ -362,7 +372,8 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
         sync: WeightSync | None = None, resume: bool = False, progress: Progress | None = None,
         corpus: Callable[[], Corpus] | None = None, designer: Policy | None = None,
         designer_learner: Trainer | None = None,
-        designer_sync: WeightSync | None = None) -> list[IterationMetrics]:
+        designer_sync: WeightSync | None = None,
+        player: Callable[..., list[Episode]] | None = None) -> list[IterationMetrics]:
     """Run ``cfg.iterations`` iterations in ``run_dir`` (archive, ``metrics.jsonl``,
     checkpoints) with ``policy``; with ``resume``, continue a killed or finished run there.
 
@@ -374,6 +385,8 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
     / ``designer_sync`` (``spadework.train.weight_sync_for(policy, learner)``) move a learner's
     weights to its sampler after each update and after a restore; None when the policy samples
     from the learner's own module.
+    ``player`` plays the agent's episodes instead of ``rollout.play`` in this process (rollout
+    workers on Ray, ``spadework.distributed``).
     ``corpus`` loads the grounding corpus (default: the pulled default corpus). Raises
     ConfigError when ``run_dir`` holds a run and ``resume`` is false, or the other way round.
     """
@@ -397,10 +410,7 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
             raise ConfigError(f"{run_dir} already holds a run (iteration {prog['iteration']}); pass "
                               "--resume to continue it or choose another --run-dir")
         start = 0 if prog is None else prog["iteration"] + (prog["stage"] == "store")
-        # Imported reference games may import math_verify: preload it only when some do.
-        needs_mv = bool(archive.query("SELECT 1 FROM envs WHERE status = 'accepted' AND "
-                                      "code LIKE '%math_verify%' LIMIT 1"))
-        with Sandbox(Limits(episode_seconds=cfg.episode_seconds, math_verify=needs_mv)) as sb:
+        with Sandbox(Limits(episode_seconds=cfg.episode_seconds, math_verify=uses_math_verify(archive))) as sb:
             with archive.transaction():
                 if not archive.starters_checked_at(cfg.play.max_turns):
                     progress.stage("setup", f"checking the starter library at max_turns={cfg.play.max_turns}")
@@ -414,7 +424,7 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
                              corpus or functools.cache(default_corpus), progress,
                              designer_policy=designer,
                              designer_learner=designer_learner if cfg.train else None,
-                             designer_sync=designer_sync if cfg.train else None)
+                             designer_sync=designer_sync if cfg.train else None, player=player)
             for t in ctx.trainers() if resume else ():
                 latest = latest_checkpoint(t.root)
                 if latest is None:

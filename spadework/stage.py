@@ -76,6 +76,9 @@ class RunContext:
     designer_learner: Trainer | None = None
     designer_sync: WeightSync | None = None
     trained_through: dict[str, int] = field(default_factory=dict)
+    player: Callable[..., list[Any]] | None = None
+    """Plays the agent's episodes in place of ``rollout.play`` with ``policy`` and ``sandbox``
+    (``spadework.distributed.rollout.RayPlayer``: ``player(jobs, cfg, seed=, progress=)``)."""
 
     def role_policy(self, role: str) -> Policy:
         """What plays ``role``: the separate designer model, else the shared ``policy``, with

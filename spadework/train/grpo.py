@@ -140,7 +140,7 @@ def shard_micro_batches(micros: Sequence[Sequence[Sample]], rank: int, world: in
     >>> s = lambda n: Sample("agent", (1,) * n, (2,), (-0.1,), 0.0, Sampling(1.0))
     >>> micros = [[s(9)], [s(2), s(3)], [s(5)]]
     >>> [[len(m) for m in shard_micro_batches(micros, r, 2)] for r in range(2)]
-    [[1], [1, 2]]
+    [[1], [2, 1]]
     """
     load = [0] * world
     owner: dict[int, int] = {}
