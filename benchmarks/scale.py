@@ -8,14 +8,18 @@ by a ``RayPlayer`` with 1 and with 2 rollout workers on a local Ray cluster.
 - ``episodes_per_s``: per way of playing (``in_process``, ``ray_1``, ``ray_2``), the median over
   ``--repeats`` rounds;
 - ``ray_overhead_ms_per_episode``: (ray_1 time - in-process time) / episodes: what one worker
-  adds per episode (shipping jobs and episodes, the actor call, chunking);
+  adds per episode (shipping jobs and episodes, the actor call, chunking); it can come out
+  negative, because the worker's chunks keep fewer episodes live at once than one in-process
+  batch (smaller batches of sandbox steps), which is within this machine's noise;
+- ``ray_call_ms``: the fixed cost of one ``RayPlayer`` call, from the median time to play a
+  single one-turn episode through one worker minus the same episode in process;
 - ``speedup_2_over_1``: ray_2 / ray_1 episodes per second. On a machine with 2 cores the driver,
   Ray's own processes, two workers and their sandbox children share them, so this is far from 2;
   with a real model the workers mostly wait on generation servers and the ratio is set by them.
 - ``identical``: every way returned the same episodes (text, actions, rewards), as they must
   (seeds per episode, ``rollout.turn_seed``).
 
-Usage: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/scale.py [--plays 8] [--repeats 3]``
+Usage: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/scale.py [--plays 8] [--repeats 5]``
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ def scripted():
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plays", type=int, default=8, help="plays per arm per starter game")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--max-turns", type=int, default=4)
     args = ap.parse_args()
 
@@ -75,9 +79,11 @@ def main() -> None:
             times.append(time.perf_counter() - start)
         return statistics.median(times), out
 
+    one_turn = PlayConfig(max_turns=1, max_tokens=16)
     with Sandbox(Limits()) as sb:
         policy = scripted()
         t_local, want = timed(lambda: play(policy, sb, jobs, cfg, seed=1))
+        t_one_local = statistics.median(_times(lambda: play(policy, sb, jobs[:1], one_turn, seed=1), 10))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         started = connect(RayConfig(enabled=True), runtime_env={"env_vars": {
@@ -89,6 +95,8 @@ def main() -> None:
             try:
                 player(jobs[: len(envs)], cfg, seed=1)  # warm: workers import and fork once
                 t, got = timed(lambda: player(jobs, cfg, seed=1))
+                if n == 1:
+                    t_one = statistics.median(_times(lambda: player(jobs[:1], one_turn, seed=1), 10))
             finally:
                 player.close()
             results[f"ray_{n}"] = t
@@ -103,9 +111,19 @@ def main() -> None:
         "seconds": {k: round(v, 3) for k, v in results.items()},
         "episodes_per_s": {k: round(n_eps / v, 1) for k, v in results.items()},
         "ray_overhead_ms_per_episode": round((results["ray_1"] - results["in_process"]) / n_eps * 1e3, 2),
+        "ray_call_ms": round((t_one - t_one_local) * 1e3, 1),
         "speedup_2_over_1": round(results["ray_1"] / results["ray_2"], 2),
         "identical": same,
     }, indent=1))
+
+
+def _times(fn, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
 
 
 if __name__ == "__main__":
