@@ -257,13 +257,13 @@ def _paper(size: str) -> RunConfig:
 #: Where the paper presets run with ``--ray`` (``--dry-run`` prints the plan): the 4B model on one
 #: node of 8 GPUs, half serving vLLM and half training (full fine-tuning, 4 data-parallel
 #: replicas of about 30 GiB each); the 30B model on two such nodes, its servers tensor-parallel
-#: over 4 GPUs each. Rollout workers only wait on the servers and the sandbox: a few CPUs each.
+#: over 4 GPUs each and its learner sharded over 8 (FSDP: about 28 GiB per GPU). Rollout workers only wait on the servers and the sandbox: a few CPUs each.
 _PAPER_RAY = {
     "4b": RayConfig(engine="vllm", generation_servers=4, gpus_per_server=1, learner_workers=4,
                     gpus_per_learner=1, rollout_workers=16, nodes=1, gpus_per_node=8,
                     cpus_per_node=96, dtype="bfloat16"),
     "30b": RayConfig(engine="vllm", generation_servers=2, gpus_per_server=4, learner_workers=8,
-                     gpus_per_learner=1, rollout_workers=32, nodes=2, gpus_per_node=8,
+                     gpus_per_learner=1, fsdp=True, rollout_workers=32, nodes=2, gpus_per_node=8,
                      cpus_per_node=96, dtype="bfloat16"),
 }
 

@@ -332,8 +332,13 @@ def test_two_sharded_replicas_fsdp_take_the_one_process_step_and_resume_from_the
     try:
         restored.load(tmp_path / "ckpt")
         assert restored.steps == 1 and close_to_local(restored) < 1e-6
+        before = {n: t.detach().clone() for n, t in local.trainable_state().items()}
         local.step(samples)
         restored.step(samples)
-        assert close_to_local(restored) < 1e-6  # the AdamW moments came back too
+        moved = max(float((t.detach() - before[n]).abs().max()) for n, t in local.trainable_state().items())
+        # AdamW's second step divides by the square root of its moments, which magnifies the
+        # float rounding of the first step's split sums: 1e-4, against a step of ~lr = 1e-2
+        # that lost moments would get wrong by its whole size
+        assert moved > 1e-3 and close_to_local(restored) < 1e-4
     finally:
         restored.close()

@@ -25,7 +25,9 @@ class RayConfig:
     (transformers behind ``spadework serve``, CPU or one GPU), ``vllm`` or ``sglang`` (GPU, each
     started as its own OpenAI-compatible server process); ``generation_servers`` of them,
     ``gpus_per_server`` GPUs each (tensor parallel; 0: CPU). ``learner_workers``: data-parallel
-    replicas of the learner (gloo on CPU, NCCL with ``gpus_per_learner = 1``). ``weights_dir``:
+    replicas of the learner (gloo on CPU, NCCL with ``gpus_per_learner = 1``); ``fsdp``: they
+    split the weights, gradients and optimizer state (FSDP) instead of each holding them all, for
+    a model whose full fine-tune does not fit one device. ``weights_dir``:
     where the learner writes the weights each engine loads after an update (a folder every node
     can read: a shared file system on a multi-node cluster; default ``RUN_DIR/weights``).
     ``dtype``: of the learner's and the engines' weights (``auto``: float32 on CPU, bfloat16 on
@@ -40,6 +42,7 @@ class RayConfig:
     gpus_per_server: int = 0
     learner_workers: int = 1
     gpus_per_learner: int = 0
+    fsdp: bool = False
     cpus_per_rollout_worker: float = 1.0
     nodes: int = 1
     gpus_per_node: int = 0

@@ -5,7 +5,9 @@ has one), joins a ``torch.distributed`` process group with the others (gloo on C
 GPUs; rank 0's node address and a free port there are the rendezvous) and wraps it in a
 ``Learner`` with ``DataParallel(rank, world)``: every replica gets the whole batch, runs its
 share of the micro-batches and the gradients are summed in one all-reduce, so all replicas take
-the same step (``spadework.train.grpo.DataParallel``). :class:`RayLearner` is the driver's
+the same step (``spadework.train.grpo.DataParallel``). With ``shard`` (``[ray] fsdp``) the
+replicas split the weights, gradients and AdamW moments (FSDP) instead of each holding them all:
+how a model too large for one GPU's memory trains. :class:`RayLearner` is the driver's
 handle and meets the loop's ``Trainer`` contract (``step``, ``save``, ``load``): checkpoints are
 written by rank 0 into the run directory (on a multi-node cluster a file system every node
 sees) and restored into every replica, so resume works as in one process.
@@ -30,8 +32,9 @@ from spadework.errors import ConfigError
 class LearnerWorker:
     """One data-parallel replica (wrapped with ``ray.remote`` by :class:`RayLearner`)."""
 
-    def __init__(self, build: Callable[[], Any], cfg: Any, rank: int, world: int) -> None:
-        self.build, self.cfg, self.rank, self.world = build, cfg, rank, world
+    def __init__(self, build: Callable[[], Any], cfg: Any, rank: int, world: int,
+                 shard: bool = False) -> None:
+        self.build, self.cfg, self.rank, self.world, self.shard = build, cfg, rank, world, shard
         self.learner: Any = None
 
     def address(self) -> tuple[str, int]:
@@ -56,7 +59,8 @@ class LearnerWorker:
         if self.world > 1:
             dist.init_process_group(backend, init_method=f"tcp://{master}:{port}", rank=self.rank,
                                     world_size=self.world, timeout=timedelta(minutes=30))
-        self.learner = Learner(self.build(), self.cfg, dp=DataParallel(self.rank, self.world))
+        self.learner = Learner(self.build(), self.cfg,
+                               dp=DataParallel(self.rank, self.world, shard=self.shard))
         return {"rank": self.rank, "pid": os.getpid(),
                 "device": str(next(self.learner.model.parameters()).device)}
 
@@ -77,9 +81,9 @@ class LearnerWorker:
         learner (``"lora"``), else the whole model's safetensors folder (``"full"``)."""
         if self.learner.cfg.lora:
             return str(self.learner.save_adapter(directory)), "lora"
-        self.learner.model.save_pretrained(directory, safe_serialization=True)
+        self.learner.save_model(directory)
         tok = getattr(self.learner.policy, "tokenizer", None)
-        if hasattr(tok, "save_pretrained"):
+        if self.learner.writes and hasattr(tok, "save_pretrained"):
             tok.save_pretrained(directory)
         return str(directory), "full"
 
@@ -89,9 +93,7 @@ class LearnerWorker:
     def score(self, prompt_ids: Sequence[int], output_ids: Sequence[int], temperature: float) -> list[float]:
         """Teacher-forced logprobs of ``output_ids`` under this replica's weights (the sync
         probe: what an engine that holds the same weights reports when it samples them)."""
-        from spadework.policy.hf import teacher_forced_logprobs
-
-        return list(teacher_forced_logprobs(self.learner.model, prompt_ids, output_ids, temperature))
+        return self.learner.score(prompt_ids, output_ids, temperature)
 
     def close(self) -> None:
         import torch.distributed as dist
@@ -106,14 +108,15 @@ class RayLearner:
 
     def __init__(self, build: Callable[[], Any], cfg: Any, workers: int, *,
                  options: Callable[[int], dict[str, Any]] = lambda k: {"num_cpus": 1},
-                 backend: str = "gloo") -> None:
+                 backend: str = "gloo", shard: bool = False) -> None:
         import ray
 
         if backend not in ("gloo", "nccl"):
             raise ConfigError(f"the learner's process group backend is gloo or nccl, got {backend!r}")
-        self.cfg = cfg
+        self.cfg, self.shard = cfg, shard and workers > 1
         cls = ray.remote(LearnerWorker)
-        self.workers = [cls.options(**options(k)).remote(build, cfg, k, workers) for k in range(workers)]
+        self.workers = [cls.options(**options(k)).remote(build, cfg, k, workers, self.shard)
+                        for k in range(workers)]
         master, port = ray.get(self.workers[0].address.remote())
         self.replicas = ray.get([w.setup.remote(master, port, backend) for w in self.workers])
 
@@ -132,27 +135,32 @@ class RayLearner:
         """One step on every replica; the figures are the whole batch's (rank 0's)."""
         return self._all("step", list(samples))[0]
 
-    def save(self, directory: str | Path) -> Path:
+    def _rank0(self, method: str, *args: Any) -> Any:
+        """Rank 0's answer; every replica takes part when the weights are sharded (gathering
+        them, or a forward pass, is collective)."""
         import ray
 
-        return Path(ray.get(self.workers[0].save.remote(str(directory))))
+        if self.shard:
+            return self._all(method, *args)[0]
+        return ray.get(getattr(self.workers[0], method).remote(*args))
+
+    def save(self, directory: str | Path) -> Path:
+        return Path(self._rank0("save", str(directory)))
 
     def load(self, directory: str | Path) -> None:
         self._all("load", str(directory))
 
     def export(self, directory: str | Path) -> tuple[str, str]:
-        import ray
-
-        return ray.get(self.workers[0].export.remote(str(directory)))
+        return tuple(self._rank0("export", str(directory)))
 
     def score(self, prompt_ids: Sequence[int], output_ids: Sequence[int], temperature: float) -> list[float]:
-        import ray
-
-        return ray.get(self.workers[0].score.remote(list(prompt_ids), list(output_ids), temperature))
+        return self._rank0("score", list(prompt_ids), list(output_ids), temperature)
 
     def trainable_state(self, rank: int = 0) -> dict[str, Any]:
         import ray
 
+        if self.shard:
+            return self._all("trainable_state")[rank]
         return ray.get(self.workers[rank].trainable_state.remote())
 
     def close(self) -> None:

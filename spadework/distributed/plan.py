@@ -86,7 +86,8 @@ def format_plan(rc: RayConfig, plan: list[Placement], *, model: str | None, pres
     what = {"driver": "the loop, the archive and the checker's sandbox",
             "generation": ("transformers generation server (spadework serve)" if rc.engine == "serve"
                            else f"{rc.engine} generation server (OpenAI-compatible)"),
-            "learner": f"learner replica ({'NCCL' if rc.gpus_per_learner else 'gloo'} data parallel)",
+            "learner": f"learner replica ({'NCCL' if rc.gpus_per_learner else 'gloo'} "
+                       f"{'FSDP, 1/' + str(rc.learner_workers) + ' of the weights' if rc.fsdp else 'data parallel'})",
             "rollout": "rollout worker (its own sandbox fork server)"}
     for node in sorted({p.node for p in plan}):
         lines.append(f"  node {node}:")
@@ -102,10 +103,10 @@ def format_plan(rc: RayConfig, plan: list[Placement], *, model: str | None, pres
     lines.append(f"  GPUs used: {used} of {rc.nodes * rc.gpus_per_node}")
     params = KNOWN_PARAMS.get(model or "")
     if params and full_fine_tune:
-        need = params * BYTES_PER_PARAM / 2**30
+        need = params * BYTES_PER_PARAM / 2**30 / (rc.learner_workers if rc.fsdp else 1)
         lines.append(f"  learner memory: a full fine-tune of {params / 1e9:.1f}B parameters keeps about "
-                     f"{need:.0f} GiB per replica (bf16 weights and gradients, AdamW moments), "
-                     "activations not counted"
-                     + ("; more than one 80 GiB GPU holds: it needs sharded data parallel (FSDP), "
-                        "which spadework does not build yet" if need > 80 else ""))
+                     f"{need:.0f} GiB per replica (bf16 weights and gradients, AdamW moments"
+                     + (f", sharded {rc.learner_workers} ways" if rc.fsdp else "") + "), activations not counted"
+                     + ("; more than one 80 GiB GPU holds: set [ray] fsdp = true (sharded replicas)"
+                        if need > 80 else ""))
     return "\n".join(lines)

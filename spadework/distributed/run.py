@@ -134,12 +134,12 @@ def _engines_and_learner(cfg: Any, run_dir: Path, group: Any,
     if cfg.train:
         on_gpu = rc.gpus_per_learner > 0
         progress.stage("setup", f"starting {rc.learner_workers} learner replica(s) "
-                       f"({'NCCL' if on_gpu else 'gloo'})")
+                       f"({'NCCL' if on_gpu else 'gloo'}{', FSDP' if rc.fsdp else ''})")
         build = functools.partial(load_hf_policy, model, device="cuda" if on_gpu else "cpu",
                                   dtype=rc.torch_dtype(on_gpu), context_length=context)
         learner = RayLearner(build, cfg.learner, rc.learner_workers,
                              options=lambda k: group.options("learner", k),
-                             backend="nccl" if on_gpu else "gloo")
+                             backend="nccl" if on_gpu else "gloo", shard=rc.fsdp)
         if cfg.learner.lora:
             weights = Path(rc.weights_dir) if rc.weights_dir else run_dir / "weights"
             adapter, _ = learner.export(weights / f"step-{learner.steps:06d}")

@@ -77,18 +77,23 @@ def save_learner(learner: Any, directory: Path) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    directory.mkdir(parents=True, exist_ok=True)
-    marker = directory / MARKER
-    if marker.exists():
-        marker.unlink()  # the folder is incomplete until the new marker is written
+    writes = getattr(learner, "writes", True)  # sharded replicas all gather; rank 0 writes
     tensors = {n: t.to("cpu").contiguous() for n, t in learner.trainable_state().items()}
-    _atomic(directory / "trainable.safetensors", lambda p: save_file(tensors, str(p)))
-    _atomic(directory / "optimizer.pt", lambda p: torch.save(learner.optimizer.state_dict(), p))
-    _atomic(directory / "rng.pt", lambda p: torch.save(rng_state(), p))
+    optimizer = learner.optimizer_state() if hasattr(learner, "optimizer_state") else learner.optimizer.state_dict()
+    if writes:
+        directory.mkdir(parents=True, exist_ok=True)
+        marker = directory / MARKER
+        if marker.exists():
+            marker.unlink()  # the folder is incomplete until the new marker is written
+        _atomic(directory / "trainable.safetensors", lambda p: save_file(tensors, str(p)))
+        _atomic(directory / "optimizer.pt", lambda p: torch.save(optimizer, p))
+        _atomic(directory / "rng.pt", lambda p: torch.save(rng_state(), p))
     if learner.cfg.lora:
         learner.save_adapter(directory / "adapter")
-    meta = {"steps": learner.steps, "config": asdict(learner.cfg)}
-    _atomic(marker, lambda p: p.write_text(json.dumps(meta, indent=1)))
+    if writes:
+        meta = {"steps": learner.steps, "config": asdict(learner.cfg),
+                "optimizer": "by_name" if getattr(learner, "sharded", False) else "torch"}
+        _atomic(marker, lambda p: p.write_text(json.dumps(meta, indent=1)))
     return directory
 
 
@@ -118,15 +123,34 @@ def load_learner(learner: Any, directory: Path) -> None:
         missing, extra = sorted(set(params) - set(tensors)), sorted(set(tensors) - set(params))
         raise ArchiveError(f"checkpoint parameters differ from the model's: missing {missing[:3]}, "
                            f"unexpected {extra[:3]}")
+    sharded = getattr(learner, "sharded", False)
+    if meta.get("optimizer", "torch") != ("by_name" if sharded else "torch"):
+        raise ConfigError(f"{directory} was written by {'one' if sharded else 'sharded'} learner "
+                          f"(fsdp = {str(not sharded).lower()}); resume it with the same [ray] fsdp")
     with torch.no_grad():
         for name, p in params.items():
-            p.copy_(tensors[name].to(device=p.device, dtype=p.dtype))
-    learner.optimizer.load_state_dict(opt_state)
+            _copy_into(p, tensors[name])
+    if sharded:
+        learner.load_optimizer_state(opt_state)
+    else:
+        learner.optimizer.load_state_dict(opt_state)
     for group in learner.optimizer.param_groups:  # this run's settings win over the saved ones
         group.update(lr=learner.cfg.lr, betas=learner.cfg.betas,
                      weight_decay=learner.cfg.weight_decay, eps=learner.cfg.adam_eps)
     set_rng_state(rng)
     learner.steps = int(meta["steps"])
+
+
+def _copy_into(param: Any, whole: Any) -> None:
+    """Copy a whole saved tensor into a parameter, or into this replica's shard of it."""
+    if hasattr(param, "device_mesh"):  # a DTensor: keep the slice this replica holds
+        from torch.distributed.tensor import distribute_tensor
+
+        local = distribute_tensor(whole.to(dtype=param.dtype, device=param.to_local().device),
+                                  param.device_mesh, param.placements)
+        param.to_local().copy_(local.to_local())
+    else:
+        param.copy_(whole.to(device=param.device, dtype=param.dtype))
 
 
 def _norm(value: Any) -> Any:

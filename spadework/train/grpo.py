@@ -122,11 +122,18 @@ class DataParallel:
     (:func:`shard_micro_batches`), each with the loss weights of the whole batch; the gradients
     are summed across replicas (one all-reduce) before clipping, so every replica takes the same
     step as one process running every micro-batch (up to the order of float additions), and
-    the step's figures are the whole batch's."""
+    the step's figures are the whole batch's. With ``shard`` the replicas also split the
+    weights (FSDP) instead of each holding them all."""
 
     rank: int
     world: int
     group: Any = None
+    shard: bool = False
+    """FSDP: each replica keeps 1/world of every weight, gradient and AdamW moment (torch's
+    ``fully_shard`` on each decoder layer and the root); a layer's weights are gathered for its
+    forward and backward and its gradients reduce-scattered, so every replica runs the same
+    number of passes (a replica with fewer micro-batches repeats one at zero weight). Weights
+    come back whole (gathered by every replica, written by rank 0) for checkpoints and exports."""
 
     def __post_init__(self) -> None:
         if not (isinstance(self.world, int) and self.world >= 1 and 0 <= self.rank < self.world):
@@ -163,6 +170,7 @@ class Learner:
         self.policy = policy
         self.cfg = cfg or TrainConfig()
         self.dp = dp if dp is not None and dp.world > 1 else None
+        self._root: Any = None  # the FSDP root module when sharded (see _fully_shard)
         self.steps = 0
         if self.cfg.lora:
             policy.model = _wrap_lora(policy.model, self.cfg)
@@ -172,6 +180,12 @@ class Learner:
             enable = (getattr(policy.model, "activation_checkpointing_enable", None)
                       or policy.model.gradient_checkpointing_enable)  # the name before transformers 5.x
             enable({"use_reentrant": False})  # the checkpoint kwargs, first in both signatures
+        if self.sharded:
+            if self.cfg.kl_coef and not self.cfg.lora:
+                raise ConfigError("kl_coef with a full fine-tune keeps a frozen copy of the model, "
+                                  "which sharded replicas (fsdp) do not build: set kl_coef = 0, or "
+                                  "lora = true, or fsdp = false")
+            self._root = _fully_shard(policy.model, self.dp)
         self._ref = _frozen_copy(policy.model) if (self.cfg.kl_coef and not self.cfg.lora) else None
         self.params = [p for p in policy.model.parameters() if p.requires_grad]
         if not self.params:
@@ -185,9 +199,20 @@ class Learner:
     def model(self) -> Any:
         return self.policy.model
 
+    @property
+    def sharded(self) -> bool:
+        """Whether this replica holds a shard of the weights (FSDP), not all of them."""
+        return self.dp is not None and self.dp.shard
+
+    @property
+    def writes(self) -> bool:
+        """Whether this learner writes checkpoint files (rank 0 of a group, or alone)."""
+        return self.dp is None or self.dp.rank == 0
+
     def trainable_state(self) -> dict[str, Any]:
-        """Name -> detached tensor of every trainable parameter (what a checkpoint stores)."""
-        return {n: p.detach() for n, p in self.model.named_parameters() if p.requires_grad}
+        """Name -> detached tensor of every trainable parameter (what a checkpoint stores);
+        whole tensors, gathered from every replica when sharded (all replicas must call it)."""
+        return {n: _whole(p.detach()) for n, p in self.model.named_parameters() if p.requires_grad}
 
     def step(self, samples: Sequence[Sample]) -> dict[str, float]:
         """One optimizer step over all ``samples``; returns the step's statistics (floats).
@@ -235,12 +260,16 @@ class Learner:
         by_role: dict[str, Counter[str]] = {role: Counter() for role in ROLES}
         maxima = {"ratio_max": 0.0}
         ratios = _RatioFigures(cfg.tis_cap)
-        micros = micro_batches(run, cfg.micro_batch_size, cfg.micro_batch_tokens)
-        if self.dp is not None:
-            micros = shard_micro_batches(micros, self.dp.rank, self.dp.world)
+        every = micro_batches(run, cfg.micro_batch_size, cfg.micro_batch_tokens)
+        micros = every if self.dp is None else shard_micro_batches(every, self.dp.rank, self.dp.world)
+        if self.sharded:  # FSDP gathers each layer collectively: every replica runs as many passes
+            rounds = max(len(shard_micro_batches(every, r, self.dp.world)) for r in range(self.dp.world))
+            for _ in range(rounds - len(micros)):
+                loss, _, _ = self._micro_loss(every[0], total_tokens, len(samples))
+                (loss * 0.0).backward()
         for micro in micros:
             loss, terms, extra = self._micro_loss(micro, total_tokens, len(samples))
-            loss.backward()
+            (loss * self.dp.world if self.sharded else loss).backward()  # FSDP averages: make it a sum
             sums["loss"] += float(loss.detach())
             sums["pg_loss"] += extra["pg_loss"]
             sums["entropy"] += extra["entropy_sum"]
@@ -253,8 +282,10 @@ class Learner:
             ratios.add(terms["sample_ratio"], [s.role for s in micro for _ in range(s.n_tokens)])
             maxima["ratio_max"] = max(maxima["ratio_max"], float(terms["ratio"].max()))
         if self.dp is not None:
-            self._all_reduce(sums, by_role, maxima, ratios)
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
+            if not self.sharded:  # FSDP has reduce-scattered them already
+                self._sum_gradients()
+            self._merge_figures(sums, by_role, maxima, ratios)
+        grad_norm = _whole(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
         finite = bool(torch.isfinite(grad_norm))
         if finite and run:  # a NaN/inf gradient would poison the weights and Adam's moments for good
             self.optimizer.step()
@@ -276,22 +307,26 @@ class Learner:
             **_role_figures(samples, by_role),
         }
 
-    def _all_reduce(self, sums: Counter[str], by_role: dict[str, Counter[str]],
-                    maxima: dict[str, float], ratios: _RatioFigures) -> None:
-        """Sum the replicas' gradients (one flat all-reduce) and merge their figures, so that
-        every replica holds the whole batch's gradient and statistics."""
+    def _sum_gradients(self) -> None:
+        """Sum the replicas' gradients (one flat all-reduce): each holds the whole batch's."""
         import torch
         import torch.distributed as dist
 
-        group = self.dp.group
         flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
                           for p in self.params])
-        dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=group)
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=self.dp.group)
         offset = 0
         for p in self.params:
             n = p.numel()
             p.grad = flat[offset : offset + n].view_as(p).clone()
             offset += n
+
+    def _merge_figures(self, sums: Counter[str], by_role: dict[str, Counter[str]],
+                       maxima: dict[str, float], ratios: _RatioFigures) -> None:
+        """Merge the replicas' figures (in rank order), so every replica reports the batch's."""
+        import torch.distributed as dist
+
+        group = self.dp.group
         mine = (dict(sums), {r: dict(c) for r, c in by_role.items()}, dict(maxima),
                 {k: dict(c) for k, c in ratios.sums.items()}, dict(ratios.max))
         parts: list[Any] = [None] * self.dp.world
@@ -322,7 +357,7 @@ class Learner:
         ids, attn, select, targets = _pack(micro, self.policy.pad_token_id, dev)
         temps = torch.tensor([s.sampling.scoring_temperature for s in micro for _ in range(s.n_tokens)],
                              device=dev)
-        logits = output_logits(self.model, ids, attn, select)
+        logits = self._logits(self.model, ids, attn, select)
         logp = _logprobs(logits, targets, temps)
         logp_sampling = torch.tensor([lp for s in micro for lp in s.logprobs], device=dev)
         adv = torch.tensor([s.advantage for s in micro for _ in range(s.n_tokens)], device=dev)
@@ -348,6 +383,27 @@ class Learner:
         return loss, terms, {"pg_loss": float(pg), "entropy_sum": float(entropy.sum()),
                              "roles": roles}
 
+    def _logits(self, model: Any, ids: Any, attn: Any, select: Any) -> Any:
+        """:func:`output_logits` of ``model`` (the trained one), through the FSDP root when
+        sharded, so that its hooks gather the weights for the pass and reduce its gradients."""
+        if self._root is not None and model is self.model:
+            return self._root(ids, attn, select)
+        return output_logits(model, ids, attn, select)
+
+    def score(self, prompt_ids: Sequence[int], output_ids: Sequence[int], temperature: float = 1.0) -> list[float]:
+        """Teacher-forced logprobs of ``output_ids`` after ``prompt_ids`` under the current
+        weights, at ``temperature`` (every replica must call it when sharded)."""
+        import torch
+
+        sample = Sample("agent", tuple(prompt_ids), tuple(output_ids), (0.0,) * len(output_ids), 0.0,
+                        Sampling(temperature))
+        dev = next(self.model.parameters()).device
+        ids, attn, select, targets = _pack([sample], self.policy.pad_token_id, dev)
+        with torch.no_grad():
+            logits = self._logits(self.model, ids, attn, select)
+            temps = torch.full((len(output_ids),), sample.sampling.scoring_temperature, device=dev)
+            return [float(x) for x in _logprobs(logits, targets, temps)]
+
     def _ref_logprobs(self, ids: Any, attn: Any, select: Any, targets: Any, temps: Any) -> Any:
         import torch
 
@@ -355,7 +411,7 @@ class Learner:
             if self._ref is not None:
                 return _logprobs(output_logits(self._ref, ids, attn, select), targets, temps)
             with self.model.disable_adapter():
-                return _logprobs(output_logits(self.model, ids, attn, select), targets, temps)
+                return _logprobs(self._logits(self.model, ids, attn, select), targets, temps)
 
     def save(self, directory: str | Path) -> Path:
         """Write a checkpoint (see :mod:`spadework.train.checkpoint`); returns the folder."""
@@ -374,8 +430,45 @@ class Learner:
         if not self.cfg.lora:
             raise ConfigError("save_adapter needs lora=True; a full fine-tune saves the model")
         path = Path(directory)
-        self.model.save_pretrained(str(path))
+        if not self.sharded:
+            self.model.save_pretrained(str(path))
+            return path
+        state = self.trainable_state()  # gathered on every replica, written by rank 0
+        if self.writes:
+            self.model.save_pretrained(str(path), state_dict=state)
         return path
+
+    def save_model(self, directory: str | Path) -> Path:
+        """The whole model in transformers' folder format (safetensors): what an engine loads
+        after a full fine-tune; gathered from every replica when sharded, written by rank 0."""
+        path = Path(directory)
+        if not self.sharded:
+            self.model.save_pretrained(str(path), safe_serialization=True)
+            return path
+        state = {k: _whole(v).to("cpu") for k, v in self.model.state_dict().items()}
+        if self.writes:
+            self.model.save_pretrained(str(path), state_dict=state, safe_serialization=True)
+        return path
+
+    def optimizer_state(self) -> dict[str, Any]:
+        """AdamW's state as a checkpoint stores it: the optimizer's own ``state_dict`` for one
+        process; for sharded replicas the whole state by parameter name (gathered)."""
+        if not self.sharded:
+            return self.optimizer.state_dict()
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+        return get_optimizer_state_dict(self._root, self.optimizer, options=StateDictOptions(
+            full_state_dict=True, cpu_offload=True))
+
+    def load_optimizer_state(self, state: dict[str, Any]) -> None:
+        """Inverse of :meth:`optimizer_state`."""
+        if not self.sharded:
+            self.optimizer.load_state_dict(state)
+            return
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+        set_optimizer_state_dict(self._root, self.optimizer, optim_state_dict=state,
+                                 options=StateDictOptions(full_state_dict=True))
 
 
 class _RatioFigures:
@@ -439,6 +532,40 @@ def _wrap_lora(model: Any, cfg: TrainConfig) -> Any:
             return get_peft_model(model, lcfg)
         except ValueError as e:
             raise ConfigError(f"LoRA target_modules {cfg.target_modules} do not fit this model: {e}") from e
+
+
+def _fully_shard(model: Any, dp: DataParallel) -> Any:
+    """FSDP over ``dp``'s replicas: each decoder layer its own unit, and a root module whose
+    forward is :func:`output_logits` of ``model`` (the learner runs the decoder and the LM head
+    separately, so the model's own forward, where a root's hooks would sit, is never called).
+    FSDP averages the replicas' gradients; the learner scales each replica's loss by the number
+    of replicas before its backward pass, so that the result is their sum, as the loss weights
+    (the whole batch's normalisation) want. Returns the root."""
+    import torch
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    class SelectedLogits(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, ids: Any, attn: Any, select: Any) -> Any:
+            return output_logits(self.inner, ids, attn, select)
+
+    device = next(model.parameters()).device.type
+    mesh = init_device_mesh(device, (dp.world,))
+    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+    if not layers:
+        raise ConfigError(f"fsdp found no decoder layers in {type(model).__name__} to shard")
+    for layer in layers:
+        fully_shard(layer, mesh=mesh)
+    return fully_shard(SelectedLogits(model), mesh=mesh)
+
+
+def _whole(t: Any) -> Any:
+    """A sharded tensor (DTensor) gathered whole; any other tensor as it is."""
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
 
 
 def _frozen_copy(model: Any) -> Any:
