@@ -226,6 +226,59 @@ def test_an_error_inside_play_is_raised_not_retried(cluster):
 
 # -- a whole run ------------------------------------------------------------------------------------
 
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    """A 2-layer Llama with random weights (seed 0) and the default model's tokenizer and chat
+    template: a real model folder that ``spadework serve`` loads and answers fast."""
+    import shutil
+
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from spadework.policy.registry import DEFAULT_MODEL, pull
+
+    src, out = pull(DEFAULT_MODEL), tmp_path_factory.mktemp("tiny-model")
+    tok = AutoTokenizer.from_pretrained(str(src), local_files_only=True)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
+                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                         max_position_embeddings=4096, tie_word_embeddings=True,
+                                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id))
+    model.save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    for extra in ("generation_config.json",):
+        if (src / extra).exists():
+            shutil.copy(src / extra, out / extra)
+    return out
+
+
+def test_rollout_workers_against_a_loopback_generation_server_store_the_single_process_episodes(
+        cluster, tiny_model_dir, tmp_path):
+    """A ``spadework serve`` engine on a Ray actor (a real model folder, random weights), a smoke
+    iteration played by two rollout workers sampling from it over HTTP (token ids in and out,
+    one seed per episode turn), and the same iteration in one process sampling from the same
+    server: the archives hold the same episodes, token for token."""
+    from spadework.commands import run_command
+    from spadework.config import override, preset
+    from spadework.distributed.engines import ServeEngine
+    from spadework.distributed.run import openai_client
+
+    engine = ray.remote(ServeEngine).options(num_cpus=1).remote(str(tiny_model_dir), context_length=2048)
+    try:
+        assert ray.get(engine.url.remote()).startswith("http://127.0.0.1:")
+        client = functools.partial(openai_client, ray.get(engine.url.remote()), "spadework",
+                                   str(tiny_model_dir), 2048)
+        cfg = override(preset("smoke"), {"train": False, "iterations": 1, "model": str(tiny_model_dir)})
+        run_command(cfg, tmp_path / "one", resume=False, policy_factory=client)
+        on_ray = override(cfg, {"ray": {"enabled": True, "rollout_workers": 2}})
+        run_command(on_ray, tmp_path / "ray", resume=False, policy_factory=client)
+    finally:
+        ray.get(engine.close.remote())
+        ray.kill(engine)
+    one, two = _episodes(tmp_path / "one"), _episodes(tmp_path / "ray")
+    assert len(one[0]) == 8 and one == two
+    assert all(t[3] for _, e in one[0] for t in e[6])  # every turn carries the sampled token ids
+
 def _episodes(run_dir):
     from spadework.archive import Archive, archive_path
 

@@ -31,11 +31,22 @@ def require_ray() -> Any:
 def connect(rc: RayConfig, *, runtime_env: Mapping[str, Any] | None = None) -> bool:
     """Join ``rc.address`` or start a local cluster; True when this call started Ray (and its
     caller should shut it down). A running ``ray.init`` in this process is reused as is."""
+    if rc.address is None:
+        # A local cluster stays on the loopback interface: Ray would otherwise advertise this
+        # machine's outward address. Its switch is named for macOS and Windows and read when
+        # ray is imported; where ray was imported already, its constant is set the same way.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     ray = require_ray()
     if ray.is_initialized():
         return False
+    if rc.address is None:
+        constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+        if constants is not None and hasattr(constants, "ENABLE_RAY_CLUSTER"):
+            constants.ENABLE_RAY_CLUSTER = os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] not in ("0", "false", "False")
     env = dict(runtime_env or {})
     env_vars = {"RAY_DEDUP_LOGS": "0", **dict(env.pop("env_vars", {}))}
+    if rc.address is None:
+        env_vars["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"]
     # Ray's worker processes import spadework from wherever this process does.
     import spadework
 
@@ -47,9 +58,6 @@ def connect(rc: RayConfig, *, runtime_env: Mapping[str, Any] | None = None) -> b
                               "logging_level": logging.ERROR, "log_to_driver": False,
                               "configure_logging": True}
     if rc.address is None:
-        # A local cluster stays on the loopback interface: Ray would otherwise advertise this
-        # machine's outward address (its switch for that is named for macOS and Windows).
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         need = sum(p.cpus for p in placement_plan(_local(rc)))
         kwargs.update(address="local", num_cpus=max(int(need) + 1, os.cpu_count() or 1),
                       num_gpus=rc.gpus_per_node or None, include_dashboard=False)
