@@ -174,15 +174,17 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="0 picks a free port (printed)."),
     device: str = typer.Option("cpu", "--device", help="cpu, or cuda[:N] where torch has CUDA."),
+    max_batch: int = typer.Option(1, "--max-batch", min=1, help="Requests that arrive together "
+                                  "(same sampling settings) generated as one batch (1: one at a time)."),
 ) -> None:
-    """Serve a model over an OpenAI-compatible HTTP API (one request at a time)."""
+    """Serve a model over an OpenAI-compatible HTTP API (one request at a time, or batched)."""
     from spadework.policy.hf import load_hf_policy
     from spadework.policy.registry import DEFAULT_MODEL
     from spadework.policy.serve import serve as run_server
 
     with _reported(SpadeworkError):
         policy = load_hf_policy(model, device=device)
-    run_server(policy, model or DEFAULT_MODEL, host, port,
+    run_server(policy, model or DEFAULT_MODEL, host, port, max_batch=max_batch,
                ready=lambda url: print(f"serving on {url}", flush=True))
 
 

@@ -252,6 +252,41 @@ def tiny_model_dir(tmp_path_factory):
     return out
 
 
+def test_a_batching_server_samples_each_request_as_it_would_alone(tiny_model_dir):
+    """``spadework serve --max-batch 8``: eight concurrent seeded requests are generated in
+    batches, and each gets the tokens it gets from a server that answers one at a time."""
+    import threading as th
+
+    from spadework.distributed.run import openai_client
+    from spadework.policy.base import SamplingParams
+    from spadework.policy.hf import load_hf_policy
+    from spadework.policy.serve import PolicyServer
+
+    policy = load_hf_policy(str(tiny_model_dir), context_length=2048)
+    prompts = [f"Say {k} things about the number {k * 7}." for k in range(8)]
+    params = SamplingParams(temperature=0.8, top_k=20, max_tokens=12, seed=5)
+    answers = {}
+    for batch in (1, 8):
+        server = PolicyServer(policy, "spadework", max_batch=batch, batch_wait_s=0.05)
+        thread = th.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            client = openai_client(server.url, "spadework", str(tiny_model_dir), 2048, concurrency=8)
+            answers[batch] = [c.output_ids for c in client.chat(prompts, params)]
+            calls = []
+            original = policy.generate_ids
+            policy.generate_ids = lambda ps, p: calls.append(len(ps)) or original(ps, p)
+            try:
+                client.chat(prompts, params)
+            finally:
+                policy.generate_ids = original
+        finally:
+            server.shutdown()
+            server.server_close()
+        assert max(calls) == batch or (batch == 8 and max(calls) > 1), calls
+    assert answers[8] == answers[1]
+
+
 def test_rollout_workers_against_a_loopback_generation_server_store_the_single_process_episodes(
         cluster, tiny_model_dir, tmp_path):
     """A ``spadework serve`` engine on a Ray actor (a real model folder, random weights), a smoke

@@ -72,11 +72,12 @@ class ServeEngine:
 
     ``adapter``: the learner's initial LoRA adapter folder, served from the start (its B
     matrices are zero, so it samples as the base model), so that every update is a load of
-    tensors into the same modules."""
+    tensors into the same modules. ``max_batch``: requests generated together (the server's
+    batching; 1: one at a time)."""
 
     def __init__(self, model: str, *, device: str = "cpu", dtype: str | None = None,
                  context_length: int | None = None, adapter: str | None = None,
-                 max_batch_size: int = 16) -> None:
+                 max_batch_size: int = 16, max_batch: int = 1) -> None:
         from spadework.policy.hf import load_hf_policy
         from spadework.policy.serve import PolicyServer
 
@@ -91,7 +92,7 @@ class ServeEngine:
 
             policy.model = PeftModel.from_pretrained(policy.model, adapter).eval()
         self.policy = policy
-        self.server = PolicyServer(policy, SERVED_NAME, host=_node_ip(), port=0)
+        self.server = PolicyServer(policy, SERVED_NAME, host=_node_ip(), port=0, max_batch=max_batch)
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
                                         daemon=True)
         self._thread.start()

@@ -151,7 +151,8 @@ def _engines_and_learner(cfg: Any, run_dir: Path, group: Any,
             on_gpu = rc.gpus_per_server > 0
             engines.append(ray.remote(ServeEngine).options(**opts).remote(
                 model, device="cuda" if on_gpu else "cpu", dtype=rc.torch_dtype(on_gpu),
-                context_length=context, adapter=adapter, max_batch_size=cfg.policy_batch))
+                context_length=context, adapter=adapter, max_batch_size=cfg.policy_batch,
+                max_batch=cfg.policy_batch))
         else:
             engines.append(ray.remote(ProcessEngine).options(**opts).remote(
                 rc.engine, model, gpus=rc.gpus_per_server, dtype=rc.torch_dtype(True),

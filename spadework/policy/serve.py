@@ -6,7 +6,12 @@ resolves, offline, and speaks the vLLM dialect the client reads: ``logprobs``,
 ``return_tokens_as_token_ids`` (``token_id:N`` tokens), ``return_token_ids`` (``prompt_token_ids``
 and per-choice ``token_ids``), ``top_k``, ``seed``, ``stop``, ``tools`` and
 ``chat_template_kwargs.enable_thinking``. Requests are served one at a time (a lock around the
-model); it is for tests, demos and a single user, not for throughput (use vLLM or SGLang there).
+model), or, with ``max_batch > 1``, those that arrive within ``batch_wait_s`` of each other with
+the same sampling settings (seeds aside) are generated as one batch; each request is sampled
+from its own seed either way (``SamplingParams.row_seeds``), so a seeded request gets the same
+tokens alone or in a batch, up to the float rounding of the batch's padding. It is for tests,
+demos, a single user and the CPU ``--ray`` run, not for throughput on GPUs (use vLLM or SGLang
+there).
 
 Endpoints: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions``,
 ``POST /v1/completions`` (``prompt``: a string or a list of token ids).
@@ -20,10 +25,13 @@ streaming client gets the complete reply, not token-by-token progress.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import secrets
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -144,16 +152,96 @@ def stream_chunks(reply: dict[str, Any], body: dict[str, Any]) -> list[dict[str,
     return chunks
 
 
+def own_seed(params: SamplingParams) -> SamplingParams:
+    """One request's parameters with its seed as its row's own (a random one when it has
+    none), so that it samples alike alone or as one row of a batch."""
+    seed = params.seed if params.seed is not None else secrets.randbits(63)
+    return dataclasses.replace(params, seed=None, row_seeds=(seed,))
+
+
+@dataclasses.dataclass
+class _Pending:
+    prompt: list[int]
+    params: SamplingParams
+    done: threading.Event = dataclasses.field(default_factory=threading.Event)
+    result: list[Completion] | None = None
+    error: BaseException | None = None
+
+
+class _Batcher:
+    """Generates the requests waiting together as one batch (see the module docstring)."""
+
+    def __init__(self, server: PolicyServer, max_batch: int, wait_s: float) -> None:
+        self.server, self.max_batch, self.wait_s = server, max_batch, wait_s
+        self.queue: list[_Pending] = []
+        self.cv = threading.Condition()
+        threading.Thread(target=self._loop, daemon=True, name="spadework-batcher").start()
+
+    def generate(self, prompt: list[int], params: SamplingParams) -> list[Completion]:
+        pending = _Pending(prompt, own_seed(params))
+        with self.cv:
+            self.queue.append(pending)
+            self.cv.notify()
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        assert pending.result is not None
+        return pending.result
+
+    def _loop(self) -> None:
+        while True:
+            with self.cv:
+                while not self.queue:
+                    self.cv.wait()
+            time.sleep(self.wait_s)  # let the requests sent together arrive
+            with self.cv:
+                key = _settings(self.queue[0].params)
+                batch = [p for p in self.queue if _settings(p.params) == key][: self.max_batch]
+                self.queue = [p for p in self.queue if p not in batch]
+            self._run(batch)
+
+    def _run(self, batch: Sequence[_Pending]) -> None:
+        params = dataclasses.replace(batch[0].params, row_seeds=tuple(p.params.row_seeds[0] for p in batch))
+        try:
+            with self.server._lock:
+                out = self.server.policy.generate_ids([p.prompt for p in batch], params)
+            n = params.n
+            for k, p in enumerate(batch):
+                p.result = out[k * n:(k + 1) * n]
+        except Exception as e:  # noqa: BLE001 (each waiting request answers with the error)
+            for p in batch:
+                p.error = e
+        finally:
+            for p in batch:
+                p.done.set()
+
+
+def _settings(params: SamplingParams) -> tuple[Any, ...]:
+    """What requests must share to be generated in one batch (everything but the seed)."""
+    return (params.temperature, params.top_p, params.top_k, params.max_tokens, params.n, params.stop)
+
+
 class PolicyServer(ThreadingHTTPServer):
-    """An HTTP server answering OpenAI requests with one ``HFPolicy``; one request at a time."""
+    """An HTTP server answering OpenAI requests with one ``HFPolicy``: one request at a time,
+    or batches of up to ``max_batch`` that arrive within ``batch_wait_s``."""
 
     daemon_threads = True
 
     def __init__(self, policy: HFPolicy, model_name: str, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+                 port: int = 0, *, max_batch: int = 1, batch_wait_s: float = 0.02) -> None:
+        if max_batch < 1:
+            raise ConfigError(f"max_batch must be >= 1, got {max_batch}")
         super().__init__((host, port), _Handler)
         self.policy, self.model_name = policy, model_name
         self._lock = threading.Lock()
+        self._batcher = _Batcher(self, max_batch, batch_wait_s) if max_batch > 1 else None
+
+    def generate(self, prompt: list[int], params: SamplingParams) -> list[Completion]:
+        """The completions of one request (batched with others when the server batches)."""
+        if self._batcher is not None:
+            return self._batcher.generate(prompt, params)
+        with self._lock:
+            return self.policy.generate_ids([prompt], own_seed(params))
 
     @property
     def url(self) -> str:
@@ -165,9 +253,8 @@ class PolicyServer(ThreadingHTTPServer):
         conv = Conversation(messages=tuple(body["messages"]), tools=tuple(body.get("tools") or ()),
                             thinking=kwargs.get("enable_thinking"))
         params = params_from_body(body)
-        with self._lock:
-            prompt = self.policy.prompt_ids(conv)
-            done = self.policy.generate_ids([prompt], params)
+        prompt = self.policy.prompt_ids(conv)
+        done = self.generate(prompt, params)
         choices = [{"index": k, "message": {"role": "assistant", "content": c.text},
                     "finish_reason": c.finish_reason, **self._extras(body, c, chat=True)}
                    for k, c in enumerate(done)]
@@ -182,8 +269,7 @@ class PolicyServer(ThreadingHTTPServer):
         if not (isinstance(prompt, list) and all(isinstance(i, int) for i in prompt)):
             raise ConfigError("prompt must be a string or a list of token ids")
         params = params_from_body(body)
-        with self._lock:
-            done = self.policy.generate_ids([prompt], params)
+        done = self.generate(prompt, params)
         choices = [{"index": k, "text": c.text, "finish_reason": c.finish_reason,
                     **self._extras(body, c, chat=False)} for k, c in enumerate(done)]
         return self._envelope("text_completion", body, prompt, done, choices)
@@ -218,9 +304,9 @@ class PolicyServer(ThreadingHTTPServer):
 
 
 def serve(policy: HFPolicy, model_name: str, host: str = "127.0.0.1", port: int = 8000,
-          ready: Any = print) -> None:
+          ready: Any = print, max_batch: int = 1) -> None:
     """Serve until interrupted; ``ready`` is called once with the base URL (after binding)."""
-    server = PolicyServer(policy, model_name, host, port)
+    server = PolicyServer(policy, model_name, host, port, max_batch=max_batch)
     ready(server.url)
     try:
         server.serve_forever(poll_interval=0.2)
