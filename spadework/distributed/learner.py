@@ -5,7 +5,7 @@ has one), joins a ``torch.distributed`` process group with the others (gloo on C
 GPUs; rank 0's node address and a free port there are the rendezvous) and wraps it in a
 ``Learner`` with ``DataParallel(rank, world)``: every replica gets the whole batch, runs its
 share of the micro-batches and the gradients are summed in one all-reduce, so all replicas take
-the same step (``spadework.train.grpo.DataParallel``). With ``shard`` (``[ray] fsdp``) the
+the same step (``spadework.train.parallel.DataParallel``). With ``shard`` (``[ray] fsdp``) the
 replicas split the weights, gradients and AdamW moments (FSDP) instead of each holding them all:
 how a model too large for one GPU's memory trains. :class:`RayLearner` is the driver's
 handle and meets the loop's ``Trainer`` contract (``step``, ``save``, ``load``): checkpoints are
@@ -52,7 +52,8 @@ class LearnerWorker:
         import torch
         import torch.distributed as dist
 
-        from spadework.train.grpo import DataParallel, Learner
+        from spadework.train.grpo import Learner
+        from spadework.train.parallel import DataParallel
 
         if backend == "nccl":
             torch.cuda.set_device(0)  # Ray gives each replica its own GPU as device 0

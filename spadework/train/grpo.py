@@ -30,8 +30,18 @@ from typing import Any
 
 from spadework.errors import ConfigError
 from spadework.train.batch import ROLES, Sample
-from spadework.types import Sampling
 from spadework.train.loss import AGGREGATIONS, grpo_token_loss, token_weights
+from spadework.train.parallel import (
+    DataParallel,
+    fully_shard_model,
+    load_sharded_optimizer_state,
+    merge_figures,
+    shard_micro_batches,
+    sharded_optimizer_state,
+    sum_gradients,
+    whole,
+)
+from spadework.types import Sampling
 
 #: Linear layers that take LoRA in Llama/Qwen/Mistral-style models (attention and MLP).
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -112,52 +122,6 @@ class TrainConfig:
                 raise ConfigError(reason)
 
 
-@dataclass(frozen=True)
-class DataParallel:
-    """This learner's place among ``world`` data-parallel replicas of one model, joined by a
-    ``torch.distributed`` process group (gloo on CPU, NCCL on GPUs) that the caller initialised
-    (``spadework.distributed.learner`` does, on Ray actors).
-
-    Every replica gets the whole batch and runs its share of the micro-batches
-    (:func:`shard_micro_batches`), each with the loss weights of the whole batch; the gradients
-    are summed across replicas (one all-reduce) before clipping, so every replica takes the same
-    step as one process running every micro-batch (up to the order of float additions), and
-    the step's figures are the whole batch's. With ``shard`` the replicas also split the
-    weights (FSDP) instead of each holding them all."""
-
-    rank: int
-    world: int
-    group: Any = None
-    shard: bool = False
-    """FSDP: each replica keeps 1/world of every weight, gradient and AdamW moment (torch's
-    ``fully_shard`` on each decoder layer and the root); a layer's weights are gathered for its
-    forward and backward and its gradients reduce-scattered, so every replica runs the same
-    number of passes (a replica with fewer micro-batches repeats one at zero weight). Weights
-    come back whole (gathered by every replica, written by rank 0) for checkpoints and exports."""
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.world, int) and self.world >= 1 and 0 <= self.rank < self.world):
-            raise ConfigError(f"DataParallel needs 0 <= rank < world, got rank {self.rank} of {self.world}")
-
-
-def shard_micro_batches(micros: Sequence[Sequence[Sample]], rank: int, world: int) -> list[Sequence[Sample]]:
-    """The micro-batches replica ``rank`` of ``world`` runs: largest first, each to the replica
-    with the fewest padded tokens so far (ties to the lowest rank), the same on every replica.
-
-    >>> s = lambda n: Sample("agent", (1,) * n, (2,), (-0.1,), 0.0, Sampling(1.0))
-    >>> micros = [[s(9)], [s(2), s(3)], [s(5)]]
-    >>> [[len(m) for m in shard_micro_batches(micros, r, 2)] for r in range(2)]
-    [[1], [2, 1]]
-    """
-    load = [0] * world
-    owner: dict[int, int] = {}
-    for k in sorted(range(len(micros)), key=lambda k: -len(micros[k]) * max(x.length for x in micros[k])):
-        r = min(range(world), key=lambda r: (load[r], r))
-        owner[k] = r
-        load[r] += len(micros[k]) * max(x.length for x in micros[k])
-    return [m for k, m in enumerate(micros) if owner[k] == rank]
-
-
 class Learner:
     """Trains ``policy.model`` in place; see the module docstring. Not thread-safe.
 
@@ -170,7 +134,7 @@ class Learner:
         self.policy = policy
         self.cfg = cfg or TrainConfig()
         self.dp = dp if dp is not None and dp.world > 1 else None
-        self._root: Any = None  # the FSDP root module when sharded (see _fully_shard)
+        self._root: Any = None  # the FSDP root module when sharded (see parallel.fully_shard_model)
         self.steps = 0
         if self.cfg.lora:
             policy.model = _wrap_lora(policy.model, self.cfg)
@@ -185,7 +149,7 @@ class Learner:
                 raise ConfigError("kl_coef with a full fine-tune keeps a frozen copy of the model, "
                                   "which sharded replicas (fsdp) do not build: set kl_coef = 0, or "
                                   "lora = true, or fsdp = false")
-            self._root = _fully_shard(policy.model, self.dp)
+            self._root = fully_shard_model(policy.model, self.dp, output_logits)
         self._ref = _frozen_copy(policy.model) if (self.cfg.kl_coef and not self.cfg.lora) else None
         self.params = [p for p in policy.model.parameters() if p.requires_grad]
         if not self.params:
@@ -212,7 +176,7 @@ class Learner:
     def trainable_state(self) -> dict[str, Any]:
         """Name -> detached tensor of every trainable parameter (what a checkpoint stores);
         whole tensors, gathered from every replica when sharded (all replicas must call it)."""
-        return {n: _whole(p.detach()) for n, p in self.model.named_parameters() if p.requires_grad}
+        return {n: whole(p.detach()) for n, p in self.model.named_parameters() if p.requires_grad}
 
     def step(self, samples: Sequence[Sample]) -> dict[str, float]:
         """One optimizer step over all ``samples``; returns the step's statistics (floats).
@@ -283,9 +247,9 @@ class Learner:
             maxima["ratio_max"] = max(maxima["ratio_max"], float(terms["ratio"].max()))
         if self.dp is not None:
             if not self.sharded:  # FSDP has reduce-scattered them already
-                self._sum_gradients()
-            self._merge_figures(sums, by_role, maxima, ratios)
-        grad_norm = _whole(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
+                sum_gradients(self.params, self.dp)
+            merge_figures(self.dp, sums, by_role, maxima, ratios.sums, ratios.max)
+        grad_norm = whole(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
         finite = bool(torch.isfinite(grad_norm))
         if finite and run:  # a NaN/inf gradient would poison the weights and Adam's moments for good
             self.optimizer.step()
@@ -306,47 +270,6 @@ class Learner:
             "seconds": time.perf_counter() - t0,
             **_role_figures(samples, by_role),
         }
-
-    def _sum_gradients(self) -> None:
-        """Sum the replicas' gradients (one flat all-reduce): each holds the whole batch's."""
-        import torch
-        import torch.distributed as dist
-
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
-                          for p in self.params])
-        dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=self.dp.group)
-        offset = 0
-        for p in self.params:
-            n = p.numel()
-            p.grad = flat[offset : offset + n].view_as(p).clone()
-            offset += n
-
-    def _merge_figures(self, sums: Counter[str], by_role: dict[str, Counter[str]],
-                       maxima: dict[str, float], ratios: _RatioFigures) -> None:
-        """Merge the replicas' figures (in rank order), so every replica reports the batch's."""
-        import torch.distributed as dist
-
-        group = self.dp.group
-        mine = (dict(sums), {r: dict(c) for r, c in by_role.items()}, dict(maxima),
-                {k: dict(c) for k, c in ratios.sums.items()}, dict(ratios.max))
-        parts: list[Any] = [None] * self.dp.world
-        dist.all_gather_object(parts, mine, group=group)
-        sums.clear()
-        for key in by_role:
-            by_role[key].clear()
-        for key in ratios.sums:
-            ratios.sums[key].clear()
-        ratios.max.clear()
-        for p_sums, p_roles, p_max, p_rsums, p_rmax in parts:  # rank order: the same on every replica
-            sums.update(p_sums)
-            for role, c in p_roles.items():
-                by_role[role].update(c)
-            for key, value in p_max.items():
-                maxima[key] = max(maxima[key], value)
-            for key, c in p_rsums.items():
-                ratios.sums[key].update(c)
-            for key, value in p_rmax.items():
-                ratios.max[key] = max(ratios.max.get(key, value), value)
 
     def _micro_loss(self, micro: list[Sample], total_tokens: int,
                     total_samples: int) -> tuple[Any, dict[str, Any], dict[str, float]]:
@@ -445,7 +368,7 @@ class Learner:
         if not self.sharded:
             self.model.save_pretrained(str(path), safe_serialization=True)
             return path
-        state = {k: _whole(v).to("cpu") for k, v in self.model.state_dict().items()}
+        state = {k: whole(v).to("cpu") for k, v in self.model.state_dict().items()}
         if self.writes:
             self.model.save_pretrained(str(path), state_dict=state, safe_serialization=True)
         return path
@@ -453,22 +376,14 @@ class Learner:
     def optimizer_state(self) -> dict[str, Any]:
         """AdamW's state as a checkpoint stores it: the optimizer's own ``state_dict`` for one
         process; for sharded replicas the whole state by parameter name (gathered)."""
-        if not self.sharded:
-            return self.optimizer.state_dict()
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
-
-        return get_optimizer_state_dict(self._root, self.optimizer, options=StateDictOptions(
-            full_state_dict=True, cpu_offload=True))
+        return self.optimizer.state_dict() if not self.sharded else sharded_optimizer_state(self._root, self.optimizer)
 
     def load_optimizer_state(self, state: dict[str, Any]) -> None:
         """Inverse of :meth:`optimizer_state`."""
         if not self.sharded:
             self.optimizer.load_state_dict(state)
-            return
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
-
-        set_optimizer_state_dict(self._root, self.optimizer, optim_state_dict=state,
-                                 options=StateDictOptions(full_state_dict=True))
+        else:
+            load_sharded_optimizer_state(self._root, self.optimizer, state)
 
 
 class _RatioFigures:
@@ -532,40 +447,6 @@ def _wrap_lora(model: Any, cfg: TrainConfig) -> Any:
             return get_peft_model(model, lcfg)
         except ValueError as e:
             raise ConfigError(f"LoRA target_modules {cfg.target_modules} do not fit this model: {e}") from e
-
-
-def _fully_shard(model: Any, dp: DataParallel) -> Any:
-    """FSDP over ``dp``'s replicas: each decoder layer its own unit, and a root module whose
-    forward is :func:`output_logits` of ``model`` (the learner runs the decoder and the LM head
-    separately, so the model's own forward, where a root's hooks would sit, is never called).
-    FSDP averages the replicas' gradients; the learner scales each replica's loss by the number
-    of replicas before its backward pass, so that the result is their sum, as the loss weights
-    (the whole batch's normalisation) want. Returns the root."""
-    import torch
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
-
-    class SelectedLogits(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, ids: Any, attn: Any, select: Any) -> Any:
-            return output_logits(self.inner, ids, attn, select)
-
-    device = next(model.parameters()).device.type
-    mesh = init_device_mesh(device, (dp.world,))
-    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
-    if not layers:
-        raise ConfigError(f"fsdp found no decoder layers in {type(model).__name__} to shard")
-    for layer in layers:
-        fully_shard(layer, mesh=mesh)
-    return fully_shard(SelectedLogits(model), mesh=mesh)
-
-
-def _whole(t: Any) -> Any:
-    """A sharded tensor (DTensor) gathered whole; any other tensor as it is."""
-    return t.full_tensor() if hasattr(t, "full_tensor") else t
 
 
 def _frozen_copy(model: Any) -> Any:
