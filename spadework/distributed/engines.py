@@ -112,6 +112,7 @@ class ServeEngine:
         files = sorted(Path(path).glob("*.safetensors"))
         if not files:
             raise PolicyError(f"no .safetensors file in {path}: nothing to load")
+        state = {k: v for f in files for k, v in load_file(str(f)).items()}
         with self.server._lock:  # between two requests, never during one
             if kind == "lora":
                 from peft import PeftModel, set_peft_model_state_dict
@@ -119,14 +120,12 @@ class ServeEngine:
                 if not isinstance(self.policy.model, PeftModel):
                     raise ConfigError("this engine serves no adapter; start it with adapter= (the "
                                       "learner's initial adapter) to load LoRA updates")
-                state = {k: v for f in files for k, v in load_file(str(f)).items()}
                 result = set_peft_model_state_dict(self.policy.model, state)
                 unexpected = getattr(result, "unexpected_keys", [])
                 if unexpected:
                     raise PolicyError(f"the adapter in {path} does not fit the served model "
                                       f"({len(unexpected)} unknown tensors, e.g. {unexpected[0]})")
             elif kind == "full":
-                state = {k: v for f in files for k, v in load_file(str(f)).items()}
                 result = self.policy.model.load_state_dict(state, strict=False)
                 tied = {"lm_head.weight"} if getattr(self.policy.model.config, "tie_word_embeddings", False) else set()
                 missing = [k for k in result.missing_keys if k not in tied]
