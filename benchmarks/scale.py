@@ -61,10 +61,8 @@ def main() -> None:
     from spadework.distributed.rollout import RayPlayer
     from spadework.rollout import PlayConfig, play, regret_jobs
     from spadework.sandbox import Limits, Sandbox
-    from spadework.types import EnvSource
 
-    envs = [EnvSource(r.code, r.class_name, r.setting, r.skill, r.name)
-            for r in starter_records(args.max_turns) if r.setting == "games"]
+    envs = [r.source for r in starter_records(args.max_turns) if r.setting == "games"]
     jobs = [j for e in envs for j in regret_jobs(e, None, run_seed=3, plays=args.plays)]
     cfg = PlayConfig(max_turns=args.max_turns, max_tokens=64, batch_size=32)
 

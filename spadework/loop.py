@@ -91,7 +91,7 @@ class _Iteration:
                 rec = self.archive.get_env(env_id)
                 if rec is None:
                     raise ConfigError(f"pool names environment {env_id[:12]} which is not in the archive")
-                out.append(EnvSource(rec.code, rec.class_name, rec.setting, rec.skill, rec.name))
+                out.append(rec.source)
             self._envs = (self.plan.pool, out)
         return self._envs[1]
 

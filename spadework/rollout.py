@@ -95,10 +95,11 @@ class PlayConfig:
 
 @dataclass(frozen=True)
 class PlayJob:
-    """One episode to play: which environment, which instance (seed), which arm.
+    """One episode to play: which environment at which level, which instance (seed), which arm.
 
     In the hinted arm, ``hint=None`` means the environment's own ``hint()`` for this instance
     (asked right after ``reset``); a text (e.g. written by the policy from the code) is used as is.
+    ``level`` is the difficulty level to build (1 to ``env.levels``).
     """
 
     env: EnvSource
@@ -106,12 +107,28 @@ class PlayJob:
     arm: str
     play_index: int
     hint: str | None = None
+    level: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.level, bool) or not isinstance(self.level, int) or \
+                not 1 <= self.level <= self.env.levels:
+            raise ConfigError(f"PlayJob.level must be an integer from 1 to {self.env.levels} (the "
+                              f"environment's levels), got {self.level!r}")
+
+
+def level_kwarg(env: EnvSource, level: int) -> int | None:
+    """The ``level`` to build ``env`` with: None (no keyword, as before levels) when it has one.
+
+    >>> level_kwarg(EnvSource("x", "X"), 1), level_kwarg(EnvSource("x", "X", levels=3), 1)
+    (None, 1)
+    """
+    return None if env.levels == 1 else level
 
 
 def regret_jobs(
-    env: EnvSource, hint: str | None = None, *, run_seed: int, plays: int
+    env: EnvSource, hint: str | None = None, *, run_seed: int, plays: int, level: int = 1
 ) -> list[PlayJob]:
-    """The hinted and unhinted arms of one environment on identical seeds.
+    """The hinted and unhinted arms of one environment on identical seeds, at one level.
 
     ``hint=None`` gives each hinted play the environment's own ``hint()`` for its instance.
 
@@ -123,8 +140,8 @@ def regret_jobs(
     True
     """
     seeds = [episode_seed(run_seed, env.env_id, i) for i in range(plays)]
-    return [PlayJob(env, seeds[i], "hint", i, hint) for i in range(plays)] + [
-        PlayJob(env, seeds[i], "no_hint", i, None) for i in range(plays)
+    return [PlayJob(env, seeds[i], "hint", i, hint, level) for i in range(plays)] + [
+        PlayJob(env, seeds[i], "no_hint", i, None, level) for i in range(plays)
     ]
 
 
@@ -228,6 +245,7 @@ class _Live:
             error=self.error,
             seconds=time.monotonic() - self.started,
             opening=self.messages[0]["content"] if self.messages else "",
+            level=self.job.level,
         )
 
 
@@ -241,7 +259,8 @@ def _start(sandbox, job: PlayJob, cfg: PlayConfig) -> _Live:
 
 def _open(live: _Live, sandbox, job: PlayJob, cfg: PlayConfig) -> _Live:
     try:
-        live.handle = sandbox.load(job.env.code, max_turns=cfg.max_turns, class_name=job.env.class_name)
+        live.handle = sandbox.load(job.env.code, max_turns=cfg.max_turns, class_name=job.env.class_name,
+                                   level=level_kwarg(job.env, job.level))
         obs, _info = live.handle.reset(seed=job.seed)
         hint = job.hint
         if job.arm == "hint" and hint is None:

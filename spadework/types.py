@@ -21,13 +21,15 @@ def env_id_of(code: str) -> str:
 
 @dataclass(frozen=True)
 class EnvSource:
-    """One environment module's code and what is known about it before it runs."""
+    """One environment module's code and what is known about it before it runs. ``levels``:
+    the difficulty levels it declares and was checked at (1 when it has none)."""
 
     code: str
     class_name: str
     setting: str = "games"  # "games" or "tool-use"
     skill: str | None = None
     name: str | None = None
+    levels: int = 1
 
     @property
     def env_id(self) -> str:
@@ -50,12 +52,15 @@ class CheckReport:
 
     ``max_turns`` is the turn limit the environment was built and checked with (None in reports
     written before it was recorded): an environment is only played under the limit it passed.
+    ``levels`` is the number of difficulty levels it declares (its ``LEVELS``; 1 when it has
+    none, or when the report was written before levels existed), each of which was checked.
     """
 
     env_id: str | None
     class_name: str | None
     results: tuple[CheckResult, ...] = field(default_factory=tuple)
     max_turns: int | None = None
+    levels: int = 1
 
     @property
     def ok(self) -> bool:
@@ -131,7 +136,8 @@ class Episode:
     ``status`` is one of :data:`EPISODE_STATUSES`; ``error`` says why when it is not a normal end.
     ``opening`` is the first message the agent saw: the instance's first observation, with the
     hint in the hinted arm (empty when the episode ended before it, or was archived before
-    schema v4 kept it).
+    schema v4 kept it). ``level`` is the difficulty level the instance was built at (1 for an
+    environment without levels).
     """
 
     env_id: str
@@ -146,6 +152,7 @@ class Episode:
     error: str = ""
     seconds: float = 0.0
     opening: str = ""
+    level: int = 1
 
     @property
     def format_share(self) -> float:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spadework.errors import ArchiveError
-from spadework.types import CheckReport, CheckResult, Sampling, env_id_of
+from spadework.types import CheckReport, CheckResult, EnvSource, Sampling, env_id_of
 
 #: An environment is either in the archive's pool or kept as a rejected design, with its stage.
 ENV_STATUSES = ("accepted", "rejected")
@@ -97,13 +97,13 @@ def report_to_json(report: CheckReport | None) -> str | None:
         for r in report.results
     ]
     return to_json({"env_id": report.env_id, "class_name": report.class_name, "results": results,
-                    "max_turns": report.max_turns}, "check report")
+                    "max_turns": report.max_turns, "levels": report.levels}, "check report")
 
 
 def report_from_json(text: str | None) -> CheckReport | None:
     """The inverse of :func:`report_to_json`; a malformed report raises :class:`ArchiveError`.
 
-    >>> r = CheckReport("ab", "XEnv", (CheckResult("static", True, "ok", 0.25),), max_turns=4)
+    >>> r = CheckReport("ab", "XEnv", (CheckResult("static", True, "ok", 0.25),), max_turns=4, levels=3)
     >>> report_from_json(report_to_json(r)) == r
     True
     """
@@ -117,7 +117,7 @@ def report_from_json(text: str | None) -> CheckReport | None:
         )
         turns = d.get("max_turns")  # absent from reports written before it was recorded
         return CheckReport(d["env_id"], d["class_name"], results,
-                           None if turns is None else int(turns))
+                           None if turns is None else int(turns), int(d.get("levels", 1)))
     except (ValueError, KeyError, TypeError) as e:
         raise ArchiveError(f"a stored check report is corrupt ({e}): {text[:120]!r}") from e
 
@@ -163,6 +163,16 @@ class EnvRecord:
     @property
     def env_id(self) -> str:
         return env_id_of(self.code)
+
+    @property
+    def levels(self) -> int:
+        """The difficulty levels it declares and was checked at (1: none, or not checked)."""
+        return self.report.levels if self.report is not None else 1
+
+    @property
+    def source(self) -> EnvSource:
+        """What playing it needs: code, class, setting, skill, name and levels."""
+        return EnvSource(self.code, self.class_name, self.setting, self.skill, self.name, self.levels)
 
     @classmethod
     def from_check(cls, code: str, report: CheckReport, *, iteration: int, setting: str,

@@ -23,7 +23,7 @@ from spadework.types import ARMS, EPISODE_STATUSES, Episode, Sampling, Turn
 
 ENV_COLUMNS = ("env_id", "code", "class_name", "setting", "skill", "name", "origin", "doc_id",
                "doc_excerpt", "parent_id", "iteration", "status", "failed_stage", "reason",
-               "report", "hint", "created_at", "benchmarks")
+               "report", "hint", "created_at", "benchmarks", "levels")
 
 ATTEMPT_COLUMNS = ("iteration", "slot", "attempt", "skill", "setting", "doc_id", "messages",
                    "reply", "prompt_ids", "output_ids", "logprobs", "finish_reason", "outcome",
@@ -31,7 +31,7 @@ ATTEMPT_COLUMNS = ("iteration", "slot", "attempt", "skill", "setting", "doc_id",
                    "temperature", "top_p", "top_k")
 
 EPISODE_COLUMNS = ("iteration", "env_id", "arm", "play_index", "seed", "rewards", "terminated",
-                   "truncated", "status", "error", "seconds", "n_turns", "opening")
+                   "truncated", "status", "error", "seconds", "n_turns", "opening", "level")
 
 TURN_COLUMNS = ("iteration", "env_id", "arm", "play_index", "turn_index", "prompt_shared", "prompt_ids",
                 "output_ids", "logprobs", "text", "action", "observation", "reward",
@@ -54,7 +54,7 @@ def env_row(rec: EnvRecord, now: float) -> tuple:
     return (rec.env_id, rec.code, rec.class_name, rec.setting, rec.skill, rec.name, rec.origin,
             rec.doc_id, rec.doc_excerpt, rec.parent_id, rec.iteration, rec.status,
             rec.failed_stage, rec.reason, report_to_json(rec.report), rec.hint, created,
-            ",".join(rec.benchmarks))
+            ",".join(rec.benchmarks), rec.levels)
 
 
 def env_from_row(row: sqlite3.Row) -> EnvRecord:
@@ -131,7 +131,7 @@ def episode_rows(iteration: int, ep: Episode) -> tuple[tuple, list[tuple]]:
     key = (iteration, ep.env_id, ep.arm, ep.play_index)
     head = (*key, ep.seed, pack_floats(ep.rewards), int(bool(ep.terminated)),
             int(bool(ep.truncated)), ep.status, ep.error, float(ep.seconds), len(ep.turns),
-            ep.opening)
+            ep.opening, int(ep.level))
     turns, prev = [], ()
     for i, t in enumerate(ep.turns):
         k = shared_prefix(prev, t.prompt_ids)
@@ -168,7 +168,7 @@ def episode_from_rows(head: sqlite3.Row, turns: Sequence[sqlite3.Row]) -> Episod
                    seed=head["seed"], turns=tuple(ts), rewards=unpack_floats(head["rewards"]),
                    terminated=bool(head["terminated"]), truncated=bool(head["truncated"]),
                    status=head["status"], error=head["error"], seconds=head["seconds"],
-                   opening=head["opening"])
+                   opening=head["opening"], level=head["level"])
 
 
 def placeholders(columns: tuple[str, ...]) -> str:

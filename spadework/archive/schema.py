@@ -36,6 +36,10 @@ Versions:
    the source recorded (for the SPADE reference's ``env_memory.json``: its ``rollout_id``,
    ``actor_win_rate`` as ``win_rate``, ``regret`` and ``metadata``). Those are the reference
    agent's figures, not plays of this archive, so they are kept apart from ``env_plays``.
+6. difficulty levels: ``envs.levels``, how many the environment declares and was checked at
+   (its ``LEVELS``; backfilled from the stored check report, 1 where it names none);
+   ``episodes.level`` and ``env_plays.level``, the level an episode and an iteration's plays
+   were at (1 for rows written before levels existed, when every environment had one).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from pathlib import Path
 from spadework.errors import ArchiveError
 
 #: The schema version this code writes. Bump it only by appending a step to ``STEPS``.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: ``PRAGMA application_id`` of a spadework archive ("SPDW").
 APPLICATION_ID = 0x53504457
@@ -266,8 +270,23 @@ def _step_5(conn: sqlite3.Connection) -> None:
     conn.execute(_V5)
 
 
+def _step_6(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE envs ADD COLUMN levels INTEGER NOT NULL DEFAULT 1")
+    conn.execute("ALTER TABLE episodes ADD COLUMN level INTEGER NOT NULL DEFAULT 1")
+    conn.execute("ALTER TABLE env_plays ADD COLUMN level INTEGER NOT NULL DEFAULT 1")
+    rows = conn.execute("SELECT env_id, report FROM envs WHERE report IS NOT NULL").fetchall()
+    for env_id, report in rows:
+        try:
+            levels = int(json.loads(report).get("levels", 1))
+        except (ValueError, TypeError, AttributeError) as e:
+            raise ArchiveError(f"cannot migrate: the check report of {env_id[:12]} is corrupt ({e})") from e
+        if levels != 1:
+            conn.execute("UPDATE envs SET levels = ? WHERE env_id = ?", (levels, env_id))
+
+
 #: ``STEPS[i]`` upgrades version ``i`` to ``i + 1``.
-STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (_step_1, _step_2, _step_3, _step_4, _step_5)
+STEPS: tuple[Callable[[sqlite3.Connection], None], ...] = (_step_1, _step_2, _step_3, _step_4, _step_5,
+                                                           _step_6)
 assert len(STEPS) == SCHEMA_VERSION
 
 

@@ -53,9 +53,9 @@ SCHEMES = ("center_scale", "zscore")
 #: What an environment module holds, as looked for in a reply that never became one (see
 #: :func:`reply_structure`): a code block, a class, the contract's methods, a returned value.
 _MODULE_PARTS = tuple(re.compile(p, re.MULTILINE) for p in (
-    r"```\s*py(?:thon)?\b", r"^\s*class\s+\w+", r"^\s*def\s+__init__\s*\(",
-    r"^\s*def\s+reset\s*\(", r"^\s*def\s+step\s*\(", r"^\s*def\s+solution\s*\(",
-    r"^\s*return\s+\S",
+    r"```\s*py(?:thon)?\b", r"^\s*class\s+\w+", r"^\s*def\s+(?:__init__|task)\s*\(",
+    r"^\s*def\s+(?:reset|setup)\s*\(", r"^\s*def\s+(?:step|judge)\s*\(",
+    r"^\s*def\s+solution\s*\(", r"^\s*return\s+\S",
 ))
 
 
@@ -185,7 +185,8 @@ def reply_structure(reply: str) -> float:
     """The share of an environment module's parts present in a reply, in [0, 1].
 
     The parts: a python code block, a class, ``__init__``, ``reset``, ``step``, ``solution``,
-    and a ``return`` of a value. Only a shaping signal for replies that were never extracted
+    and a ``return`` of a value (for a ``GameEnv`` subclass, ``task``, ``setup`` and ``judge``
+    stand for the three it does not write). Only a shaping signal for replies that were never extracted
     (truncated, say): it tells prose from the beginnings of a module.
 
     >>> reply_structure("I will design a game about tides.")
@@ -204,7 +205,7 @@ def rejection_progress(attempt: DesignAttempt) -> float:
     >>> from dataclasses import replace
     >>> a = DesignAttempt(0, 0, 0, None, "games", None, (), "```python\\nclass A:", (), (), (), "reply")
     >>> round(rejection_progress(a), 6), round(rejection_progress(replace(a, outcome="load")), 6)
-    (0.031746, 0.333333)
+    (0.025974, 0.272727)
     """
     stage = VALIDATION_ORDER.index(attempt.outcome) if attempt.outcome in VALIDATION_ORDER else 0
     structure = reply_structure(attempt.reply) if stage == 0 else 0.0
@@ -239,7 +240,7 @@ def credit_attempts(pending: Sequence[DesignAttempt], env_rewards: Mapping[str, 
 
     >>> a = DesignAttempt(0, 0, 0, None, "games", None, (), "", (), (), (), "static")
     >>> credit_attempts([a], {}, RewardConfig(rejection_reward=-1.0, rejection_progress=1.0), "reward")
-    [((0, 0, 0), -0.7777777777777778)]
+    [((0, 0, 0), -0.8181818181818181)]
     """
     out = []
     for att in pending:

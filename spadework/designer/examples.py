@@ -4,13 +4,13 @@ Why: a design prompt states the contract as signatures and rules, and small mode
 copy that skeleton and fill it with placeholders, dict observations and episodes that never
 end (``benchmarks/designer_validity.py``: at iteration 0 of a run the archive holds no played
 environment, so the memory shows nothing). One short module that passes the checker shows every
-rule at work: a string observation with the action format, a seeded instance built in
-``reset()``, a turn count that truncates at ``max_turns``, a format reminder, informative
-feedback and a ``solution()`` computed from the state. It is short on purpose: the model's
-module must fit in ``DesignConfig.max_tokens``, and an example sets the length it imitates.
-Everything it needs besides its one import is inside the class, and it parses the reply with
-string methods, not ``re``: the 1.5B model, rewriting earlier versions, kept the class and
-dropped a module-level regex (3 of 8 tune attempts failed on that NameError), then kept
+rule at work. It subclasses the games base class (``from gameenv import GameEnv``), which does
+the turns, the parsing of the box, truncation and the readable feedback, so the designer writes
+only the game: three levels drawn in ``setup()``, a task that shows every number its answer
+depends on (the checker's ``visible`` stage), a concrete example move that is not the answer,
+a judge with informative feedback and a ``solution()`` computed from the state. It is short on
+purpose: the model's module must fit in ``DesignConfig.max_tokens``, and an example sets the
+length it imitates. It needs no ``re``: the 1.5B model, rewriting an earlier example, kept
 ``re.search`` and dropped ``import re`` (4 of the 7 design attempts of a cpu-qwen run's first
 iteration, repairs included, raised ``NameError: name 're' is not defined``).
 
@@ -24,44 +24,42 @@ from __future__ import annotations
 
 GAMES_EXAMPLE = '''\
 import random
+from gameenv import GameEnv
 
 
-class CompoundInterestEnv:
-    def __init__(self, max_turns=10, **kwargs):
-        self.max_turns = max_turns
-        self.reset()
+class CompoundInterestEnv(GameEnv):
+    LEVELS = 3
 
-    def reset(self, seed=None):
-        rng = random.Random(seed)
-        self.deposit = rng.randint(100, 900)
-        self.rate = rng.choice([2, 3, 5, 10])
-        self.years = rng.randint(2, 4)
-        balance = self.deposit
+    def setup(self, rng):
+        self.deposit = rng.randint(1, 9) * 100
+        self.rate = rng.choice([10, 20, 50])
+        self.years = self.level
+        self.answer = self.deposit
         for _ in range(self.years):
-            balance += balance * self.rate // 100
-        self.answer = balance
-        self.turn = 0
-        return self.task(), {}
+            self.answer += self.answer * self.rate // 100
 
     def task(self):
         return (f"A deposit of {self.deposit} coins earns {self.rate}% interest a year, "
-                f"rounded down each year. What is the balance after {self.years} years? "
-                f"Answer with \\\\boxed{{number}}. Turns left: {self.max_turns - self.turn}.")
+                f"added at the end of each year and rounded down. What is the balance "
+                f"after {self.years} year(s)? Answer with a whole number.")
 
-    def step(self, action):
-        self.turn += 1
-        truncated = self.turn >= self.max_turns
-        reply = action.rsplit("\\\\boxed{", 1)[-1].split("}")[0].strip()
-        if "\\\\boxed{" not in action or not reply.isdigit():
-            return "Reply with a whole number in \\\\boxed{}. " + self.task(), 0.0, False, truncated, {}
-        guess = int(reply)
-        if guess == self.answer:
-            return "Correct!", 1.0, True, False, {}
-        feedback = "too high" if guess > self.answer else "too low"
-        return f"{guess} is {feedback}. " + self.task(), 0.0, False, truncated, {}
+    def example(self):
+        return str(self.deposit)
+
+    def judge(self, move):
+        if not move.isdigit():
+            return self.INVALID, f"{move} is not a whole number."
+        if int(move) == self.answer:
+            return self.WIN, "That is the balance."
+        if int(move) > self.answer:
+            return self.CONTINUE, f"{move} is too high."
+        return self.CONTINUE, f"{move} is too low."
 
     def solution(self):
-        return f"\\\\boxed{{{self.answer}}}"
+        return self.box(self.answer)
+
+    def hint(self):
+        return f"Each year the balance grows by {self.rate}% of itself."
 '''
 
 

@@ -104,10 +104,29 @@ class PantryEnv(ToolEnv):
                                self.reply_answer(n - n // 2 - 1)])
 '''
 
+#: How to write a GameEnv subclass, for the games designer prompt (the example module the
+#: prompt shows is one; tests/test_design_prompts.py checks it passes the checker).
+GAMEENV_GUIDE = """\
+Write the game as a subclass of GameEnv (`from gameenv import GameEnv`). GameEnv counts turns,
+reads the agent's move from its \\boxed{...}, ends the game after max_turns moves and writes
+every observation so that a small agent can read it. Do not write __init__, reset or step. You
+write only:
+- LEVELS = 3, and setup(self, rng): build the instance for self.level from rng (a
+  random.Random). Level 1 is easy enough to win in one or two careful moves; a higher level is
+  a bigger instance (more digits, a wider range, more items), never new rules.
+- task(self): the task and its current state, with every number and rule the answer depends
+  on: the agent must be able to work out the answer from this text alone.
+- example(self): one concrete legal move that is not the answer, such as "7" or "3 + 4".
+- judge(self, move): move is the text inside the agent's box. Return (self.WIN, message),
+  (self.LOSE, message) when the game is lost for good, (self.CONTINUE, message) for a legal
+  move that did not win (update the state), or (self.INVALID, message) for an illegal move.
+- solution(self): self.box(answer), or a list of moves, computed from what task() shows.
+- hint(self), optionally: a clue that helps without giving the answer."""
+
 SETTING_RULES = {
     "games": (
-        "The agent plays over several turns and answers each turn with \\boxed{...}. Keep hidden "
-        "state that is revealed through feedback; the first observation lists the valid actions."
+        "The agent plays over several turns and answers each turn with one move in a box. "
+        + GAMEENV_GUIDE
     ),
     "tool-use": (
         "Give the ToolEnv subclass stateful mock data of 10 to 50 records built from the seed, "
@@ -122,16 +141,19 @@ SETTING_RULES = {
 CHECKLIST = {
     "games": (
         "Mistakes that get a module rejected, so avoid them:\n"
-        "- reset() returns exactly two values: the observation as one plain string (never a "
-        "dict or a list) and a dict, e.g. `return text, {}`.\n"
-        "- step() returns exactly five values: (str, float, bool, bool, dict). Count the turns "
-        "in step() and return truncated=True once self.turn >= self.max_turns, so every "
-        "episode ends.\n"
-        "- solution() returns the winning reply, e.g. f\"\\\\boxed{{{self.answer}}}\", or a list "
-        "of replies, computed from the state built in reset().\n"
+        "- Hiding what the answer depends on. task() must show every number the answer is "
+        "computed from; a game whose answer is a hidden number the agent can only guess is "
+        "rejected.\n"
+        "- A placeholder as the example: example() returns a real move such as \"12\", never "
+        "\"N\", \"number\" or \"...\".\n"
+        "- judge() returns exactly two values: one of self.WIN, self.LOSE, self.CONTINUE, "
+        "self.INVALID, and a message string.\n"
+        "- solution() returns self.box(...) or a list of them, computed from the state built in "
+        "setup().\n"
         "- Every method has a working body: no pass, no ..., no placeholder comments, no "
-        "NotImplementedError. Write no methods beyond the contract's and the helpers you call.\n"
-        "- Import every module you use (e.g. `import random`, `import re`) at the top.\n"
+        "NotImplementedError.\n"
+        "- Import every module you use (`import random`, `from gameenv import GameEnv`) at the "
+        "top.\n"
         "- Name the class after your game, not YourEnv."
     ),
     "tool-use": (
@@ -153,19 +175,29 @@ REPAIR_ADVICE = {
     "static": "Import only allowed standard-library modules (such as random, re, math, "
               "itertools, collections) and put nothing but imports, constants, functions and "
               "classes at the top level.",
-    "load": "The module must import, and the class must be built with Name(max_turns=N) "
-            "without errors: define every name you use, and build the puzzle in reset().",
+    "load": "The module must import, and the class must be built with Name(max_turns=N, "
+            "level=L) for every level from 1 to LEVELS without errors: define every name you "
+            "use, and build the puzzle in setup() (or reset()).",
     "contract": "reset() returns (str, dict); step() returns (str, float, bool, bool, dict); "
                 "count turns and set truncated=True once self.turn >= self.max_turns.",
     "determinism": "Draw every random choice from rng = random.Random(seed) created in reset(), "
                    "and keep no state from one episode to the next.",
     "solvable": "solution() must return the reply (or the list of replies) that wins from the "
-                "current state: compute the answer in reset(), and make step() accept exactly "
-                "that reply with reward 1.0 and terminated=True.",
-    "not_trivial": "Random, empty or repeated replies won too often, one seed's solution() won "
-                   "other seeds, or the first observation shows the answer: draw the puzzle's "
-                   "values from the seed and make the answer something that must be worked out "
-                   "from them.",
+                "current state: compute the answer in setup() (or reset()), and make judge() "
+                "return self.WIN for exactly that move (or step() reward 1.0 and "
+                "terminated=True).",
+    "visible": "The agent must be able to work the answer out from what it is shown: put every "
+               "number and rule the answer depends on into task() (the first observation), or "
+               "make the answer something the feedback narrows down move by move, and make "
+               "solution() play only from what has been shown.",
+    "readable": "Subclass GameEnv, which writes readable observations for you; or end the first "
+                "observation and every later one with the answer format and a concrete example "
+                "move, e.g. 'Reply with your guess in a box, for example \\boxed{5}.'",
+    "not_trivial": "Random, empty or repeated replies won too often (at the top level, or more "
+                   "often at a higher level than a lower one), one seed's solution() won other "
+                   "seeds, or the first observation shows the answer: draw the puzzle's values "
+                   "from the seed, make the answer something that must be worked out from them, "
+                   "and make each level harder than the one below.",
     "novelty": "Design a different game, not a copy of an existing one.",
 }
 
@@ -210,7 +242,7 @@ def task_parts(skill: Skill, difficulty: str) -> list[str]:
 
     >>> from spadework.skills import skill_named
     >>> parts = task_parts(skill_named("optimization"), "hard")
-    >>> "at least 4" in parts[1], parts[-2].startswith("The contract:"), "truncated=True" in parts[-1]
+    >>> "at least 4" in parts[1], parts[-2].startswith("The contract:"), "self.WIN" in parts[-1]
     (True, True, True)
     """
     if difficulty not in DIFFICULTIES:
@@ -218,8 +250,9 @@ def task_parts(skill: Skill, difficulty: str) -> list[str]:
     return [
         f"Skill to exercise: {skill.name}: {skill.description} "
         f"(ideas, not requirements: {'; '.join(skill.ideas)}).",
-        f"Difficulty: {difficulty}: winning should take at least {_STEPS[difficulty]} "
-        "well-reasoned turns, and random guessing should almost never win.",
+        f"Difficulty: {difficulty}: at the top level, winning should take at least "
+        f"{_STEPS[difficulty]} well-reasoned turns, and random guessing should almost never win; "
+        "level 1 is a small instance a beginner can win.",
         SETTING_RULES[skill.setting],
         "The contract:\n" + contract_text(skill.setting),
         CHECKLIST[skill.setting],

@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from spadework.env.gameenv.boxes import extract_boxed
+from spadework.env.gameenv.boxes import unwrap as _unwrap
 from spadework.env.toolenv import (
     ToolCall,
     ToolCallFormatError,
@@ -77,62 +79,6 @@ def strip_thinking(text: str) -> str:
     if opened >= 0:
         text = text[:opened]
     return text.strip()
-
-
-def extract_boxed(text: str) -> str | None:
-    """The content of the last complete ``\\boxed{...}``, stripped, or None when there is none.
-
-    Braces are matched, so nested groups stay (``\\boxed{\\frac{1}{2}}`` gives ``\\frac{1}{2}``);
-    outer brace layers that wrap the whole content are removed (``\\boxed{{7}}`` gives ``7``);
-    ``\\boxed {x}`` counts. "Last" means the box that opens last among those that close, so an
-    unclosed final box (a truncated reply) falls back to the previous complete one. Escaped
-    braces ``\\{`` ``\\}`` count like plain ones: LaTeX answers pair them (``\\{1, 2\\}``).
-    One linear pass, so huge replies are cheap.
-
-    >>> extract_boxed(r"First \\boxed{\\frac{1}{2}}, then \\boxed{3}.")
-    '3'
-    >>> extract_boxed(r"The answer is \\boxed{\\frac{1}{2}}")
-    '\\\\frac{1}{2}'
-    >>> extract_boxed(r"\\boxed{{7}} and then \\boxed{8")
-    '7'
-    >>> extract_boxed("no box here") is None
-    True
-    """
-    if "\\boxed" not in text:
-        return None
-    box_braces = {m.end() - 1: m.start() for m in _BOX_OPEN.finditer(text)}
-    stack: list[int] = []
-    best_start, best = -1, None
-    for m in _BRACE.finditer(text):
-        if m.group() == "{":
-            stack.append(m.start())
-        elif stack:
-            opened = stack.pop()
-            start = box_braces.get(opened)
-            if start is not None and start > best_start:
-                best_start, best = start, text[opened + 1:m.start()]
-    return None if best is None else _unwrap(best)
-
-
-def _unwrap(content: str) -> str:
-    """Strip whitespace and every outer brace layer that spans the whole content.
-
-    >>> _unwrap(" {{ x }} "), _unwrap("{a}{b}")
-    ('x', '{a}{b}')
-    """
-    content = content.strip()
-    while content.startswith("{") and _closing_of_first(content) == len(content) - 1:
-        content = content[1:-1].strip()
-    return content
-
-
-def _closing_of_first(s: str) -> int | None:
-    depth = 0
-    for m in _BRACE.finditer(s):
-        depth += 1 if m.group() == "{" else -1
-        if depth == 0:
-            return m.start()
-    return None
 
 
 def format_boxed(answer: str) -> str:

@@ -190,3 +190,6 @@ class BudgetedHandle:
 
     def hint(self) -> Any:
         return self._budget.call("hint()", self._env.hint)
+
+    def levels(self) -> Any:
+        return self._budget.call("LEVELS", self._env.levels)

@@ -6,7 +6,8 @@ reason a designer can act on, and each stage is a public function testable on it
 1. ``extract``      the module out of a raw designer reply (omitted when given a module);
 2. ``static``       parse, import allowlist, no escapes, no import-time side effects, contract
                     class (:mod:`spadework.env.static`: defence in depth, not the boundary);
-3. ``load``         instantiate inside the sandbox within its limits;
+3. ``load``         instantiate inside the sandbox within its limits, read ``LEVELS`` (an
+                    integer from 1 to MAX_LEVELS) and build every level;
 4. ``contract``     reset/step return types on probe actions, a finite reward in [-1, 1],
                     boolean flags, a dict info, an observation size cap, max_turns honoured;
 5. ``determinism``  the same seed gives the same observation, tools, solution() and step
@@ -14,11 +15,20 @@ reason a designer can act on, and each stage is a public function testable on it
 6. ``solvable``     replaying solution() from a fresh reset wins (terminated, positive reward)
                     on every one of ``solvable_seeds`` seeds drawn as play draws them
                     (:mod:`spadework.env.solvable`);
-7. ``not_trivial``  random, empty and repeated actions, and one seed's solution() replayed on
-                    other seeds, each win at most ``trivial_rate`` of episodes, and the answer
-                    is not printed in the first observation;
-8. ``novelty``      not a near-duplicate of existing code (:mod:`spadework.env.novelty`; omitted
+7. ``visible``      solution() plays from what the agent sees: no two seeds show the same
+                    observations and get different moves (:mod:`spadework.env.visible`);
+8. ``readable``     games: a concrete example move first, and the format restated after a
+                    malformed and after a wrong move (:mod:`spadework.env.readable`);
+9. ``not_trivial``  random, empty and repeated actions, and one seed's solution() replayed on
+                    other seeds, each win at most ``trivial_rate`` of episodes at the top level,
+                    win no more often as the level rises, and the answer is not printed in the
+                    first observation at any level;
+10. ``novelty``     not a near-duplicate of existing code (:mod:`spadework.env.novelty`; omitted
                     when nothing is given to compare against).
+
+Levels: stages 4 to 9 run at every level of an environment that declares ``LEVELS`` > 1, each
+level's summary on its own line and a failure naming its level; an environment without levels
+is built and checked exactly as before (no ``level`` keyword is passed).
 
 The whole check runs under one time budget (``CheckConfig.budget_seconds``, see
 :mod:`spadework.env.budget`): its deadline travels with every call into the sandbox, and running
@@ -54,38 +64,58 @@ from spadework.env.checkconfig import (
     validate_seconds,
 )
 from spadework.env.novelty import NoveltyIndex
-from spadework.env.probe import answer_of, where_in_env
+from spadework.env.contract import MAX_LEVELS
+from spadework.env.probe import answer_of, call_env, where_in_env
 from spadework.env.solvable import SolutionLoss, solution_losses, solvable_seeds, solvable_stage
-from spadework.env.stages import contract_stage, determinism_stage, not_trivial_stage
+from spadework.env.readable import readable_stage
+from spadework.env.stages import contract_stage, determinism_stage, not_trivial_stage, trivial_rates
 from spadework.env.static import check_static
+from spadework.env.visible import visible_stage
 from spadework.errors import ContractError, EnvError, EnvLoadError, EnvTimeout, ExtractError
 from spadework.types import CheckReport, CheckResult, env_id_of
 
 __all__ = [
     "MAX_SEEDS", "MAX_TURNS", "MAX_TURNS_WHY", "SEEDS_WHY", "STAGES", "CheckConfig", "CheckProgress",
     "SolutionLoss", "answer_of", "check", "contract_stage", "determinism_stage", "format_report",
-    "load_stage", "looks_like_module", "not_trivial_stage", "novelty_stage", "report_dict",
-    "solution_losses", "solvable_seeds", "solvable_stage", "validate_count", "validate_seconds",
+    "load_stage", "looks_like_module", "not_trivial_stage", "novelty_stage", "readable_stage",
+    "report_dict", "solution_losses", "solvable_seeds", "solvable_stage", "validate_count",
+    "validate_seconds", "visible_stage",
 ]
 
-STAGES = ("extract", "static", "load", "contract", "determinism", "solvable", "not_trivial", "novelty")
+STAGES = ("extract", "static", "load", "contract", "determinism", "solvable", "visible", "readable",
+          "not_trivial", "novelty")
 
 
 def load_stage(sandbox: Any, code: str, class_name: str, cfg: CheckConfig,
-               budget: Budget | None = None) -> str:
+               budget: Budget | None = None) -> tuple[int, str]:
     """Instantiate the class inside the sandbox (its limits apply), within ``cfg.init_seconds``
-    and the budget, and close it again."""
+    and the budget, read its ``LEVELS`` and, when it declares more than one, build it at every
+    level; returns (levels, summary)."""
     budget = budget or Budget.unlimited()
-    build = f"{class_name}(max_turns={cfg.max_turns})"
+    started = time.monotonic()
+    with _build(sandbox, code, class_name, cfg, budget, None) as handle:
+        levels = levels_of(call_env("LEVELS", handle.levels))
+    for level in range(1, levels + 1) if levels > 1 else ():
+        with _build(sandbox, code, class_name, cfg, budget, level):
+            pass
+    built = f"levels 1-{levels} built" if levels > 1 else "instantiated"
+    return levels, (f"{class_name}(max_turns={cfg.max_turns}) {built} in the sandbox in "
+                    f"{time.monotonic() - started:.2f} s")
+
+
+@contextmanager
+def _build(sandbox: Any, code: str, class_name: str, cfg: CheckConfig, budget: Budget,
+           level: int | None) -> Iterator[Any]:
+    """One instance built for the load stage, every failure said in the designer's terms."""
+    build = f"{class_name}(max_turns={cfg.max_turns}{'' if level is None else f', level={level}'})"
     limits = getattr(sandbox, "limits", None)
     cap = min(cfg.init_seconds, limits.load_seconds) if limits is not None else cfg.init_seconds
     if budget.left() <= 0:
         raise budget.exceeded(f"before building {build}")
     started = time.monotonic()
     try:
-        with sandbox.load(code, max_turns=cfg.max_turns, class_name=class_name,
-                          deadline=min(started + cap, budget.deadline)):
-            pass
+        handle = sandbox.load(code, max_turns=cfg.max_turns, class_name=class_name,
+                              deadline=min(started + cap, budget.deadline), level=level)
     except EnvTimeout as e:
         if budget.left() <= 0:
             raise budget.exceeded(f"while building {build}") from e
@@ -97,7 +127,56 @@ def load_stage(sandbox: Any, code: str, class_name: str, cfg: CheckConfig,
         lines = [line.strip() for line in e.reason.splitlines() if line.strip()]
         raise EnvLoadError(f"import or {build} raised "
                            f"{lines[-1] if lines else e.reason}{where_in_env(e.reason)}") from e
-    return f"{build} instantiated in the sandbox in {time.monotonic() - started:.2f} s"
+    with handle:
+        yield handle
+
+
+def levels_of(value: object) -> int:
+    """The number of levels a class declares (its ``LEVELS``), or ContractError saying what to
+    write.
+
+    >>> levels_of(3)
+    3
+    >>> levels_of("3")
+    Traceback (most recent call last):
+    ...
+    spadework.errors.ContractError: LEVELS is '3' (str); set LEVELS to a whole number from 1 to 10 (1 when the environment has no difficulty levels)
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LEVELS:
+        raise ContractError(f"LEVELS is {value!r} ({type(value).__name__}); set LEVELS to a whole "
+                            f"number from 1 to {MAX_LEVELS} (1 when the environment has no "
+                            "difficulty levels)")
+    return value
+
+
+def _each_level(levels: int, run: Callable[[int | None], str]) -> str:
+    """Run one stage at every level (``None`` when there is one: built without a level
+    keyword), each summary on its own line; a failure names its level."""
+    if levels == 1:
+        return run(None)
+    summaries = []
+    for level in range(1, levels + 1):
+        try:
+            summaries.append(run(level))
+        except ContractError as e:
+            raise ContractError(f"level {level}: {e.reason}") from e
+    return _by_level(summaries)
+
+
+def _by_level(summaries: list[str]) -> str:
+    """One line per run of levels with the same summary.
+
+    >>> print(_by_level(["ok", "ok", "slow"]))
+    levels 1-2: ok
+    level 3: slow
+    """
+    lines, start = [], 0
+    for i in range(1, len(summaries) + 1):
+        if i == len(summaries) or summaries[i] != summaries[start]:
+            span = f"level {start + 1}" if i - start == 1 else f"levels {start + 1}-{i}"
+            lines.append(f"{span}: {summaries[start]}")
+            start = i
+    return "\n".join(lines)
 
 
 def novelty_stage(code: str, index: NoveltyIndex, cfg: CheckConfig) -> str:
@@ -211,28 +290,66 @@ def check(
     name = info.class_name if info else None
     env_id = env_id_of(code)
 
-    @contextmanager
-    def opener() -> Iterator[BudgetedHandle]:
-        try:
-            handle = budget.call("building an instance", sandbox.load, code, max_turns=cfg.max_turns,
-                                 class_name=name, build=True)
-        except EnvError as e:
-            raise type(e)(f"building a fresh {name} for this stage failed (the load stage's "
-                          f"build had passed): {e.reason}") from e
-        with handle:
-            yield BudgetedHandle(handle, budget)
+    def opener(level: int | None) -> Callable[[], Any]:
+        @contextmanager
+        def open_env() -> Iterator[BudgetedHandle]:
+            try:
+                handle = budget.call("building an instance", sandbox.load, code, max_turns=cfg.max_turns,
+                                     class_name=name, build=True, level=level)
+            except EnvError as e:
+                raise type(e)(f"building a fresh {name} for this stage failed (the load stage's "
+                              f"build had passed): {e.reason}") from e
+            with handle:
+                yield BudgetedHandle(handle, budget)
+        return open_env
 
-    stages.run("load", lambda: (None, load_stage(sandbox, code, name, cfg, budget)))
-    stages.run("contract", lambda: (None, contract_stage(opener, cfg, budget)))
-    stages.run("determinism", lambda: (None, determinism_stage(opener, cfg, budget)))
-    stages.run("solvable", lambda: (None, solvable_stage(
-        opener, cfg, solvable_seeds(cfg.seed, env_id, n_seeds), budget)))
-    stages.run("not_trivial", lambda: (None, not_trivial_stage(opener, cfg, budget)))
+    levels = stages.run("load", lambda: load_stage(sandbox, code, name, cfg, budget)) or 1
+    solvable = solvable_seeds(cfg.seed, env_id, n_seeds)
+    setting = info.setting if info else "games"
+    stages.run("contract", lambda: (None, _each_level(levels, lambda lv: contract_stage(opener(lv), cfg, budget))))
+    stages.run("determinism", lambda: (None, _each_level(
+        levels, lambda lv: determinism_stage(opener(lv), cfg, budget))))
+    stages.run("solvable", lambda: (None, _each_level(
+        levels, lambda lv: solvable_stage(opener(lv), cfg, solvable, budget))))
+    stages.run("visible", lambda: (None, _each_level(
+        levels, lambda lv: visible_stage(opener(lv), cfg, solvable, budget))))
+    stages.run("readable", lambda: (None, _each_level(
+        levels, lambda lv: readable_stage(opener(lv), cfg, setting, budget))))
+    stages.run("not_trivial", lambda: (None, _not_trivial(levels, opener, cfg, budget)))
     index = existing if isinstance(existing, NoveltyIndex) else NoveltyIndex(existing, k=cfg.shingle_size)
     if len(index):
         stages.run("novelty", lambda: (None, novelty_stage(code, index, cfg)))
     return CheckReport(env_id=env_id, class_name=name, results=tuple(stages.results),
-                       max_turns=cfg.max_turns)
+                       max_turns=cfg.max_turns, levels=levels)
+
+
+def _not_trivial(levels: int, opener: Callable[[int | None], Any], cfg: CheckConfig,
+                 budget: Budget) -> str:
+    """The not_trivial stage at every level: the answer never in the first observation, the
+    trivial strategies under ``trivial_rate`` at the top level (the level a curriculum ends at),
+    and no strategy winning more than ``trivial_rate`` more often at a higher level than at a
+    lower one (a level that random play finds easier is not harder). Lower levels' rates are
+    figures in the summary, not limits: level 1 of a game may be easy enough to guess."""
+    if levels == 1:
+        return not_trivial_stage(opener(None), cfg, budget)
+    rates: dict[int, dict[str, tuple[int, int]]] = {}
+    lines = []
+    for level in range(1, levels + 1):
+        try:
+            rates[level] = trivial_rates(opener(level), cfg, budget, enforce=level == levels)
+        except ContractError as e:
+            raise ContractError(f"level {level}: {e.reason}") from e
+        lines.append(", ".join(f"{k} {w}/{n}" for k, (w, n) in rates[level].items()))
+        for strategy, (wins, n) in rates[level].items():
+            for lower in range(1, level):
+                low_wins, low_n = rates[lower][strategy]
+                if wins / n > low_wins / low_n + cfg.trivial_rate:
+                    raise ContractError(
+                        f"levels not ordered: {strategy} replies won {low_wins}/{low_n} at level "
+                        f"{lower} but {wins}/{n} at level {level}; a higher level must not be "
+                        "easier (" + "; ".join(f"level {k}: {x}" for k, x in enumerate(lines, 1)) + ")")
+    return _by_level(lines) + ("\nanswer not in the first observation at any level; level "
+                               f"{levels} within the {cfg.trivial_rate:.0%} limit")
 
 
 def _static(code: str, cfg: CheckConfig) -> tuple[Any, str]:

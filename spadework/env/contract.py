@@ -9,7 +9,7 @@ Discovery, in order:
 
 1. an explicit module-level ``ENV_CLASS = "Name"`` naming a class defined in the module;
 2. else the one class that defines both ``reset`` and ``step`` (directly, or inherits them from
-   the tool-use base class ``ToolEnv``);
+   the tool-use base class ``ToolEnv`` or the games base class ``GameEnv``);
 3. else, if several qualify, the last one defined.
 """
 
@@ -23,6 +23,18 @@ from spadework.errors import ContractError
 #: Import name of the tool-use base class module inside the sandbox (``from toolenv import ToolEnv``).
 TOOLENV_MODULE = "toolenv"
 TOOLENV_CLASS = "ToolEnv"
+#: Import name of the games base class module inside the sandbox (``from gameenv import GameEnv``).
+GAMEENV_MODULE = "gameenv"
+GAMEENV_CLASS = "GameEnv"
+#: The base classes the sandbox provides, which supply ``reset`` and ``step``.
+KIT_CLASSES = frozenset({TOOLENV_CLASS, GAMEENV_CLASS})
+#: What a ``GameEnv`` subclass writes (the base class does the rest; see :mod:`spadework.env.gameenv`).
+GAMEENV_HOOKS = (("setup", "setup(self, rng)"), ("task", "task(self)"), ("example", "example(self)"),
+                 ("judge", "judge(self, move)"), ("solution", "solution(self)"))
+
+#: The most difficulty levels an environment may declare (``LEVELS``): the checker checks every
+#: level, so each costs a check; a curriculum moves one level at a time.
+MAX_LEVELS = 10
 
 #: Settings an environment can belong to.
 SETTINGS = ("games", "tool-use")
@@ -42,9 +54,12 @@ class Method:
 CONTRACT: tuple[Method, ...] = (
     Method(
         "__init__",
-        "def __init__(self, max_turns: int = 10, **kwargs)",
+        "def __init__(self, max_turns: int = 10, level: int = 1, **kwargs)",
         "None",
-        "Store max_turns and accept unknown keyword arguments. Do no I/O.",
+        "Store max_turns and level and accept unknown keyword arguments. Do no I/O. level runs "
+        "from 1 (easiest) to the class attribute LEVELS (default 1; at most 10): it changes the "
+        "instance (a narrower range, fewer digits, a smaller board), never the rules or the "
+        "action format.",
     ),
     Method(
         "reset",
@@ -52,7 +67,8 @@ CONTRACT: tuple[Method, ...] = (
         "tuple[str, dict]",
         "Start a new episode and return (observation, info). The same seed must give the same "
         "instance: draw every random choice from random.Random(seed), never the global random. "
-        "The observation states the task and the action format; it must not reveal the answer.",
+        "The observation states the task, the valid actions and a concrete example of a "
+        "well-formed reply (never a placeholder); it must not reveal the answer.",
     ),
     Method(
         "step",
@@ -61,14 +77,18 @@ CONTRACT: tuple[Method, ...] = (
         "Apply one agent reply and return (observation, reward, terminated, truncated, info). "
         "reward is a finite float in [-1, 1]; terminated is True only when the episode is won or "
         "lost for good; truncated is True when max_turns replies have been used. A malformed "
-        "reply gets a format reminder, not a crash. Feedback after a wrong move is informative.",
+        "reply gets a format reminder with a concrete example move, not a crash. Every "
+        "observation can be read alone: it restates the last move and what was wrong with it, "
+        "the current state, the moves left and the action format.",
     ),
     Method(
         "solution",
         "def solution(self)",
         "str | list[str]",
         "Return an action, or a list of actions, that wins from the current reset() state when "
-        "replayed in order. It is computed from the state, never hard-coded.",
+        "replayed in order. It is computed from the state, never hard-coded, and plays as an "
+        "agent could: each move depends only on what the observations so far showed (bisecting "
+        "with higher/lower feedback is fine; reading a hidden answer is not).",
     ),
     Method(
         "hint",
@@ -85,7 +105,10 @@ RULES: tuple[str, ...] = (
     "Everything the agent sees is a string; every code path of step() returns the 5-tuple.",
     "Only the standard library modules the checker allows may be imported; no files, no network, "
     "no subprocesses, no input().",
-    "Games: the agent answers with \\boxed{...}; list the valid actions in the observation.",
+    "Games: the agent answers with \\boxed{...}; list the valid actions in the observation and "
+    "show a concrete example move such as \\boxed{7}, never a placeholder such as \\boxed{N}. "
+    "Subclassing GameEnv (from gameenv import GameEnv) does the turns, parsing and readable "
+    "feedback for you.",
     "Tool use: subclass ToolEnv (from toolenv import ToolEnv), declare tools as JSON schema; the "
     "agent calls them with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> and "
     "finishes with <answer>...</answer>.",
@@ -146,15 +169,17 @@ def _explicit_env_class(tree: ast.Module) -> str | None:
 def find_env_class(code: str | ast.Module) -> str:
     """Name the environment class of a module, by contract (see the module docstring).
 
-    A class qualifies when it defines both ``reset`` and ``step``, or when it defines ``reset``
-    and inherits from another qualifying class of the module or from ``ToolEnv`` (whose ``step``
-    is the tool-use loop).
+    A class qualifies when it defines both ``reset`` and ``step``, when it subclasses ``GameEnv``
+    (which supplies both), or when it defines ``reset`` and inherits from another qualifying
+    class of the module or from ``ToolEnv`` (whose ``step`` is the tool-use loop).
 
     >>> find_env_class("class A:\\n def reset(self): ...\\n def step(self, a): ...")
     'A'
     >>> find_env_class("ENV_CLASS = 'B'\\nclass A:\\n def reset(self): ...\\n def step(self, a): ...\\n"
     ...                "class B(A):\\n pass")
     'B'
+    >>> find_env_class("from gameenv import GameEnv\\nclass Board: pass\\nclass SumEnv(GameEnv):\\n LEVELS = 3")
+    'SumEnv'
     >>> find_env_class("class Helper: pass")
     Traceback (most recent call last):
     ...
@@ -178,7 +203,8 @@ def find_env_class(code: str | ast.Module) -> str:
         methods = _defined_methods(cls)
         bases = _base_names(cls)
         inherits = bool(bases & (set(qualifying) | {TOOLENV_CLASS}))
-        if {"reset", "step"} <= methods or (inherits and ("reset" in methods or bases & set(qualifying))):
+        if ({"reset", "step"} <= methods or GAMEENV_CLASS in bases
+                or (inherits and ("reset" in methods or bases & set(qualifying)))):
             qualifying.append(cls.name)
     if not qualifying:
         raise ContractError(

@@ -164,10 +164,12 @@ def _strategies(cfg: CheckConfig, tools: list[str],
     }
 
 
-def not_trivial_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None = None) -> str:
-    """The answer is not printed in the first observation, and no trivial strategy (random,
-    empty, the same reply repeated, one instance's solution replayed on the others) wins more
-    than ``trivial_rate`` of its episodes. Its units of work are those episodes."""
+def trivial_rates(open_env: Opener, cfg: CheckConfig, budget: Budget | None = None, *,
+                  enforce: bool = True) -> dict[str, tuple[int, int]]:
+    """Each trivial strategy's (wins, episodes), after checking that the answer is not printed
+    in the first observation (ContractError when it is). ``enforce``: also raise ContractError
+    at the first strategy winning more than ``trivial_rate`` of its episodes. Its units of work
+    are the episodes."""
     budget = budget or Budget.unlimited()
     base = cfg.seed + 1000
     with open_env() as env:
@@ -179,7 +181,7 @@ def not_trivial_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None 
         leak = find_leak(firsts)
         if leak:
             raise ContractError(f"answer leaked: {leak}; state the task, never its answer")
-        rates = []
+        rates: dict[str, tuple[int, int]] = {}
         strategies = _strategies(cfg, tool_names(env), solution_actions(solutions[base]))
         budget.plan(sum(len(episodes) for episodes in strategies.values()), "episodes")
         for name, episodes in strategies.items():
@@ -187,11 +189,19 @@ def not_trivial_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None 
             for seed, policy in episodes:
                 wins += play(env, seed, policy, cfg.max_turns, cfg.max_obs_chars)
                 budget.advance()
-            rate = wins / len(episodes)
-            if rate > cfg.trivial_rate:
+            rates[name] = (wins, len(episodes))
+            if enforce and wins / len(episodes) > cfg.trivial_rate:
                 raise ContractError(
                     f"trivial: {name} replies won {wins} of {len(episodes)} episodes "
-                    f"({rate:.0%} > {cfg.trivial_rate:.0%}); " + _TRIVIAL_FIX.get(name, _TRIVIAL_FIX[""])
-                )
-            rates.append(f"{name} {wins}/{len(episodes)}")
-    return "wins by " + ", ".join(rates) + "; answer not in the first observation"
+                    f"({wins / len(episodes):.0%} > {cfg.trivial_rate:.0%}); "
+                    + _TRIVIAL_FIX.get(name, _TRIVIAL_FIX[""]))
+    return rates
+
+
+def not_trivial_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None = None) -> str:
+    """The answer is not printed in the first observation, and no trivial strategy (random,
+    empty, the same reply repeated, one instance's solution replayed on the others) wins more
+    than ``trivial_rate`` of its episodes (:func:`trivial_rates`)."""
+    rates = trivial_rates(open_env, cfg, budget)
+    return ("wins by " + ", ".join(f"{name} {w}/{n}" for name, (w, n) in rates.items())
+            + "; answer not in the first observation")

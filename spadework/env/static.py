@@ -27,7 +27,15 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from spadework.env.contract import TOOLENV_CLASS, TOOLENV_MODULE, find_env_class
+from spadework.env.contract import (
+    GAMEENV_CLASS,
+    GAMEENV_HOOKS,
+    GAMEENV_MODULE,
+    KIT_CLASSES,
+    TOOLENV_CLASS,
+    TOOLENV_MODULE,
+    find_env_class,
+)
 from spadework.errors import ContractError
 
 #: Standard-library modules an environment may import (their submodules too).
@@ -90,7 +98,7 @@ def allowed_imports(allow_numpy: bool = False, allow_math_verify: bool = False) 
     >>> "math_verify" in allowed_imports(allow_math_verify=True)
     True
     """
-    extra = ({TOOLENV_MODULE} | ({"numpy"} if allow_numpy else set())
+    extra = ({TOOLENV_MODULE, GAMEENV_MODULE} | ({"numpy"} if allow_numpy else set())
              | ({MATH_VERIFY} if allow_math_verify else set()))
     return STDLIB_ALLOWED | extra
 
@@ -127,7 +135,7 @@ def check_imports(tree: ast.Module, allow_numpy: bool = False, nodes: list[ast.A
     >>> check_imports(ast.parse("import os.path"))
     Traceback (most recent call last):
     ...
-    spadework.errors.ContractError: line 1: import of 'os.path' is not allowed (allowed: __future__, abc, bisect, collections, copy, dataclasses, datetime, decimal, enum, fractions, functools, heapq, itertools, json, math, numbers, operator, random, re, statistics, string, textwrap, toolenv, typing)
+    spadework.errors.ContractError: line 1: import of 'os.path' is not allowed (allowed: __future__, abc, bisect, collections, copy, dataclasses, datetime, decimal, enum, fractions, functools, gameenv, heapq, itertools, json, math, numbers, operator, random, re, statistics, string, textwrap, toolenv, typing)
     """
     allowed = allowed_imports(allow_numpy, allow_math_verify)
     for node in nodes if nodes is not None else ast.walk(tree):
@@ -313,15 +321,16 @@ def _class_map(tree: ast.Module) -> dict[str, ast.ClassDef]:
 def _find_method(
     cls: ast.ClassDef, name: str, classes: dict[str, ast.ClassDef], seen: frozenset[str] = frozenset()
 ) -> ast.FunctionDef | str | None:
-    """The method node, ``"ToolEnv"`` when inherited from the tool base class, else None."""
+    """The method node, the base class's name (``"ToolEnv"``, ``"GameEnv"``) when inherited from
+    a kit the sandbox provides, else None."""
     for item in cls.body:
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
             return item
     for base in cls.bases:
         base_name = _dotted(base) or ""
         short = base_name.rsplit(".", 1)[-1]
-        if short == TOOLENV_CLASS:
-            return TOOLENV_CLASS
+        if short in KIT_CLASSES:
+            return short
         if short in classes and short not in seen and short != cls.name:
             found = _find_method(classes[short], name, classes, seen | {cls.name})
             if found is not None:
@@ -368,23 +377,32 @@ def check_env_class(tree: ast.Module) -> StaticInfo:
         found = _find_method(cls, method, classes)
         if found is None:
             raise ContractError(f"class {name} has no {method}() method; write {shape}")
-        if found == TOOLENV_CLASS:
+        if found in KIT_CLASSES:
             continue
         if param is not None and not _accepts(found, param):
             raise ContractError(f"line {found.lineno}: {name}.{method} must accept {param!r}; write {shape}")
         if method == "step" and _positional_count(found) < 1:
             raise ContractError(f"line {found.lineno}: {name}.step takes no action argument; write {shape}")
-    tool_use = _inherits_toolenv(cls, classes)
+    if _inherits(cls, classes, GAMEENV_CLASS):
+        for hook, shape in GAMEENV_HOOKS:
+            found = _find_method(cls, hook, classes)
+            if found is None or found in KIT_CLASSES:
+                raise ContractError(f"class {name} subclasses GameEnv but has no {hook}() method; "
+                                    f"write {shape} (GameEnv calls it)")
+    tool_use = _inherits(cls, classes, TOOLENV_CLASS)
     return StaticInfo(class_name=name, setting="tool-use" if tool_use else "games")
 
 
-def _inherits_toolenv(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], seen: frozenset[str] = frozenset()) -> bool:
+def _inherits(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], kit: str,
+              seen: frozenset[str] = frozenset()) -> bool:
+    """Whether ``cls`` derives from the kit base class ``kit``, directly or through the module's
+    own classes."""
     for base in cls.bases:
         short = (_dotted(base) or "").rsplit(".", 1)[-1]
-        if short == TOOLENV_CLASS:
+        if short == kit:
             return True
         if short in classes and short not in seen and short != cls.name:
-            if _inherits_toolenv(classes[short], classes, seen | {cls.name}):
+            if _inherits(classes[short], classes, kit, seen | {cls.name}):
                 return True
     return False
 
@@ -411,7 +429,7 @@ def check_static(code: str, *, allow_numpy: bool = False, allow_math_verify: boo
     >>> check_static("import subprocess")
     Traceback (most recent call last):
     ...
-    spadework.errors.ContractError: line 1: import of 'subprocess' is not allowed (allowed: __future__, abc, bisect, collections, copy, dataclasses, datetime, decimal, enum, fractions, functools, heapq, itertools, json, math, numbers, operator, random, re, statistics, string, textwrap, toolenv, typing)
+    spadework.errors.ContractError: line 1: import of 'subprocess' is not allowed (allowed: __future__, abc, bisect, collections, copy, dataclasses, datetime, decimal, enum, fractions, functools, gameenv, heapq, itertools, json, math, numbers, operator, random, re, statistics, string, textwrap, toolenv, typing)
     """
     tree = parse_module(code)
     nodes = list(ast.walk(tree))  # one walk shared by the rules: modules run to hundreds of lines

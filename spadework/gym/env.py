@@ -74,7 +74,8 @@ class SpadeworkEnv(gymnasium.Env):
 
     ``source`` is a starter name, a ``.py`` module file, an archive file or run directory
     together with ``env_id``, or an :class:`~spadework.types.EnvSource`. ``max_turns`` defaults
-    to the turn limit an archived environment was checked under, else 20. ``charset``,
+    to the turn limit an archived environment was checked under, else 20. ``level`` is the
+    difficulty level to play (1, the easiest, to the environment's ``LEVELS``). ``charset``,
     ``max_obs_chars`` and ``max_action_chars`` declare the spaces.
     """
 
@@ -87,7 +88,7 @@ class SpadeworkEnv(gymnasium.Env):
                  charset: str | frozenset[str] | set[str] | None = None,
                  max_obs_chars: int = MAX_OBS_CHARS, max_action_chars: int = MAX_ACTION_CHARS,
                  render_mode: str | None = None, on_error: str = "raise",
-                 allow_rejected: bool = False) -> None:
+                 allow_rejected: bool = False, level: int = 1) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be one of {self.metadata['render_modes']} or None, "
                               f"got {render_mode!r}")
@@ -97,8 +98,11 @@ class SpadeworkEnv(gymnasium.Env):
         turns = max_turns if max_turns is not None else (found.max_turns or DEFAULT_MAX_TURNS)
         if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
             raise ConfigError(f"max_turns must be a positive integer, got {turns!r}")
+        if isinstance(level, bool) or not isinstance(level, int) or level < 1:
+            raise ConfigError(f"level must be an integer >= 1, got {level!r}")
         self.source = found.env
         self.max_turns = turns
+        self.level = level
         # A spec that remakes this environment, so Gymnasium's tools (check_env, wrappers that
         # copy an environment) work on one made without gymnasium.make; gymnasium.make replaces
         # it with the registered one.
@@ -107,7 +111,7 @@ class SpadeworkEnv(gymnasium.Env):
             kwargs={"source": source, "env_id": env_id, "max_turns": max_turns,
                     "sandbox": sandbox, "limits": limits, "charset": charset,
                     "max_obs_chars": max_obs_chars, "max_action_chars": max_action_chars,
-                    "on_error": on_error, "allow_rejected": allow_rejected})
+                    "on_error": on_error, "allow_rejected": allow_rejected, "level": level})
         self.render_mode = render_mode
         self.on_error = on_error
         self.observation_space = text_space(max_obs_chars, charset)
@@ -122,6 +126,7 @@ class SpadeworkEnv(gymnasium.Env):
         try:
             self._handle = self._load()
             self._fresh = True
+            self.levels = self._levels()
         except BaseException:
             self.close()
             raise
@@ -140,7 +145,19 @@ class SpadeworkEnv(gymnasium.Env):
 
     def _load(self):
         return self._sandbox.load(self.source.code, max_turns=self.max_turns,
-                                  class_name=self.source.class_name)
+                                  class_name=self.source.class_name,
+                                  level=None if self.level == 1 else self.level)
+
+    def _levels(self) -> int:
+        """The environment's LEVELS, with ``self.level`` checked against it."""
+        from spadework.env.checker import levels_of
+        from spadework.env.probe import call_env
+
+        levels = levels_of(call_env("LEVELS", self._handle.levels))
+        if self.level > levels:
+            raise ConfigError(f"level {self.level} was asked for, but {self.source.class_name} "
+                              f"declares LEVELS = {levels}; choose a level from 1 to {levels}")
+        return levels
 
     @property
     def env_id(self) -> str:

@@ -68,8 +68,7 @@ def _from_archive(path: Path, env_id: str, allow_rejected: bool) -> Resolved:
         raise ConfigError(f"environment {rec.env_id[:12]} in {path} was rejected at its "
                           f"{rec.failed_stage} stage ({rec.reason}); pass allow_rejected=True to "
                           "play it anyway")
-    env = EnvSource(code=rec.code, class_name=rec.class_name, setting=rec.setting,
-                    skill=rec.skill, name=rec.name)
+    env = rec.source
     turns = rec.report.max_turns if rec.report is not None else None
     return Resolved(env, "archive", turns, _imports(rec.code))
 

@@ -78,11 +78,36 @@ def parse_source(code: str, name: str) -> EnvSource:
             'SETTING = "games" and SKILL = "logical deduction"'
         )
     setting, skill = consts["SETTING"], consts["SKILL"]
+    levels = declared_levels(tree, class_name)
     if setting not in SETTINGS:
         raise ContractError(f"{where}: SETTING is {setting!r}; use one of {', '.join(SETTINGS)}")
     if setting == "games" and skill not in GAME_SKILLS:
         raise ContractError(f"{where}: SKILL is {skill!r}; games use one of {', '.join(GAME_SKILLS)}")
-    return EnvSource(code=code, class_name=class_name, setting=setting, skill=skill, name=name)
+    return EnvSource(code=code, class_name=class_name, setting=setting, skill=skill, name=name,
+                     levels=levels)
+
+
+def declared_levels(tree: ast.Module, class_name: str) -> int:
+    """The ``LEVELS = <int>`` the environment class (or a class of the module it derives from)
+    sets in its body, else 1. Read from the syntax tree, for starters, which are ours; the
+    checker asks the sandboxed class itself (a designed class may compute it).
+
+    >>> declared_levels(ast.parse("class B:\\n LEVELS = 4\\nclass A(B):\\n pass"), "A")
+    4
+    """
+    classes = {s.name: s for s in tree.body if isinstance(s, ast.ClassDef)}
+    seen: set[str] = set()
+    name: str | None = class_name
+    while name in classes and name not in seen:
+        seen.add(name)
+        for stmt in classes[name].body:
+            if (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "LEVELS"
+                                                     for t in stmt.targets)
+                    and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, int)):
+                return stmt.value.value
+        bases = [b.id for b in classes[name].bases if isinstance(b, ast.Name)]
+        name = bases[0] if bases else None
+    return 1
 
 
 def _env_files() -> list[tuple[str, str]]:

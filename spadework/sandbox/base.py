@@ -39,6 +39,7 @@ from spadework.sandbox.limits import Isolation, Limits
 
 _HERE = Path(__file__).resolve().parent
 _TOOLENV = _HERE.parent / "env" / "toolenv"
+_GAMEENV = _HERE.parent / "env" / "gameenv"
 _PROBE = "class Probe:\n    def __init__(self, max_turns=10): pass\n" \
          "    def reset(self, seed=None): return '', {}\n    def step(self, a): return '', 0.0, True, False, {}\n"
 _ZYGOTE_START_SECONDS = 30.0
@@ -59,14 +60,25 @@ def _site_dirs(names: tuple[str, ...]) -> list[str]:
     return dirs
 
 
+def _kit_files(name: str, folder: Path, modules: tuple[str, ...]) -> list[list[str]] | None:
+    """(module name, source file) of one of spadework's sandbox kits (the ``toolenv`` or
+    ``gameenv`` package), in the order the zygote loads them (its submodules, then the package
+    itself); None when the folder is not that package."""
+    files = [[f"{name}.{m}", str(folder / f"{m}.py")] for m in modules]
+    files.append([name, str(folder / "__init__.py")])
+    return files if all(Path(f).is_file() for _, f in files) else None
+
+
 def _toolenv_files(folder: Path) -> list[list[str]] | None:
-    """(module name, source file) of the ``toolenv`` package, in the order the zygote loads them
-    (its submodules, then the package itself); None when the folder is not that package."""
     from spadework.env.toolenv import MODULES
 
-    files = [[f"toolenv.{m}", str(folder / f"{m}.py")] for m in MODULES]
-    files.append(["toolenv", str(folder / "__init__.py")])
-    return files if all(Path(f).is_file() for _, f in files) else None
+    return _kit_files("toolenv", folder, MODULES)
+
+
+def _gameenv_files() -> list[list[str]] | None:
+    from spadework.env.gameenv import MODULES
+
+    return _kit_files("gameenv", _GAMEENV, MODULES)
 
 
 class Sandbox:
@@ -91,7 +103,8 @@ class Sandbox:
         self._wake = threading.Condition(threading.Lock())
         self._filler: threading.Thread | None = None
         self._stopping = False
-        self._toolenv = _toolenv_files(Path(toolenv_path) if toolenv_path is not None else _TOOLENV)
+        self._kits = {"toolenv": _toolenv_files(Path(toolenv_path) if toolenv_path is not None else _TOOLENV),
+                      "gameenv": _gameenv_files()}
         self._zlock = threading.Lock()
         self._hlock = threading.Lock()
         self._handles: set[EnvHandle] = set()
@@ -195,7 +208,7 @@ class Sandbox:
                                     + (("math_verify",) if self.limits.math_verify else ())),
             "numpy": self.limits.numpy,
             "math_verify": self.limits.math_verify,
-            "toolenv": self._toolenv,
+            "kits": self._kits,
             "namespaces": self.limits.namespaces,
         }
         # PYTHONHASHSEED fixes str hashing (set order) across runs: reset(seed) must reproduce.
@@ -283,11 +296,14 @@ class Sandbox:
     # ------------------------------------------------------------------ environments
 
     def load(self, code: str, max_turns: int = 10, *, class_name: str | None = None,
-             kwargs: dict | None = None, deadline: float | None = None) -> EnvHandle:
+             kwargs: dict | None = None, deadline: float | None = None,
+             level: int | None = None) -> EnvHandle:
         """Fork a hardened child, import ``code`` in it and instantiate its environment class.
 
         The class is found on the host by :func:`find_env_class` (AST only; ContractError when
-        there is none) unless ``class_name`` is given. Raises EnvLoadError when import or
+        there is none) unless ``class_name`` is given. ``level``: the difficulty level to build
+        (passed as the ``level`` keyword; None passes none, so the class's default, level 1,
+        and a class without levels is built exactly as before). Raises EnvLoadError when import or
         ``cls(max_turns=max_turns, **kwargs)`` fails, EnvTimeout past ``Limits.load_seconds`` or
         past ``deadline`` (a ``time.monotonic()`` instant, when the caller has an earlier one),
         EnvCrashed when the child dies, SandboxUnavailable when a required layer did not hold.
@@ -306,7 +322,10 @@ class Sandbox:
                     f"required isolation layer(s) {', '.join(missing)} did not hold in a child "
                     "(see sb.isolation); set Limits(allow_degraded=True) to run anyway"
                 )
-            spec = {"code": blob, "class_name": name, "max_turns": max_turns, "kwargs": kwargs or {}}
+            extra = dict(kwargs or {})
+            if level is not None:
+                extra["level"] = level
+            spec = {"code": blob, "class_name": name, "max_turns": max_turns, "kwargs": extra}
             handle.load_module(spec, seconds=max(0.001, own - time.monotonic()), deadline=deadline)
         except BaseException:
             handle.close()

@@ -223,6 +223,8 @@ class _Child:
                 value = env.solution()  # type: ignore[attr-defined]
             elif op == "hint":
                 value = env.hint() if callable(getattr(env, "hint", None)) else None
+            elif op == "levels":
+                value = getattr(env, "LEVELS", 1)
             elif op == "tools":
                 value = env.tools() if callable(getattr(env, "tools", None)) else []
             else:

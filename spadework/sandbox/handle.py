@@ -114,6 +114,12 @@ class EnvHandle:
         with self._lock:
             return self._call("hint", None, until=deadline)
 
+    def levels(self, *, deadline: float | None = None) -> Any:
+        """The class's ``LEVELS`` attribute as it holds it (1 when it declares none); the host
+        judges its type (:func:`spadework.env.probe.levels_of`)."""
+        with self._lock:
+            return self._call("levels", None, until=deadline)
+
     def tools(self, *, deadline: float | None = None) -> Any:
         """``env.tools()`` (tool-use environments), or ``[]`` when it defines none."""
         with self._lock:

@@ -7,8 +7,9 @@ on ``sys.path`` to import msgpack, pyseccomp and numpy, then removes them again:
 submodules still load through ``numpy.__path__``, but no other third-party package is reachable.
 
 It pre-imports the allowed runtime (so a fork costs milliseconds, not an interpreter start),
-registers the tool-use kit (``spadework/env/toolenv/``) as the package ``toolenv``, and enters fresh network,
-IPC and UTS namespaces (inside a user namespace when not root) that every child inherits.
+registers the tool-use and games kits (``spadework/env/toolenv/``, ``spadework/env/gameenv/``)
+as the packages ``toolenv`` and ``gameenv``, and enters fresh network, IPC and UTS namespaces
+(inside a user namespace when not root) that every child inherits.
 
 Host protocol: one SOCK_SEQPACKET message per request and per reply, msgpack maps.
 ``{"op": "spawn", "plan": {...}}`` with three descriptors attached (SCM_RIGHTS: the child's log
@@ -53,32 +54,33 @@ def _load_file(name: str, path: str):
     return module
 
 
-def _register_toolenv(files: list[list[str]] | None) -> str:
-    """Make ``from toolenv import ToolEnv`` work in children: register the package ``toolenv``
-    and run its modules' source (``files``: [module name, path], submodules first) into it, so
-    their relative imports resolve; returns a note for the report."""
+def _register_kit(name: str, files: list[list[str]] | None) -> str:
+    """Make ``from NAME import ...`` work in children for one of spadework's kits (``toolenv``,
+    ``gameenv``): register the package ``name`` and run its modules' source (``files``: [module
+    name, path], submodules first) into it, so their relative imports resolve; returns a note
+    for the report."""
     if not files:
-        return "toolenv: no package"
-    package = type(sys)("toolenv")
-    package.__path__, package.__package__, package.__file__ = [], "toolenv", "toolenv/__init__.py"
-    sys.modules["toolenv"] = package
-    loaded = ["toolenv"]
+        return f"{name}: no package"
+    package = type(sys)(name)
+    package.__path__, package.__package__, package.__file__ = [], name, f"{name}/__init__.py"
+    sys.modules[name] = package
+    loaded = [name]
     try:
-        for name, path in files:
-            module = package if name == "toolenv" else type(sys)(name)
+        for module_name, path in files:
+            module = package if module_name == name else type(sys)(module_name)
             if module is not package:
-                module.__package__, module.__file__ = "toolenv", name.replace(".", "/") + ".py"
-                sys.modules[name] = module  # before exec: dataclasses look the module up there
-                loaded.append(name)
-                setattr(package, name.rpartition(".")[2], module)
+                module.__package__, module.__file__ = name, module_name.replace(".", "/") + ".py"
+                sys.modules[module_name] = module  # before exec: dataclasses look the module up there
+                loaded.append(module_name)
+                setattr(package, module_name.rpartition(".")[2], module)
             with open(path, encoding="utf-8") as f:
                 exec(compile(f.read(), module.__file__, "exec"), module.__dict__)  # noqa: S102 - ours
-    except Exception as e:  # noqa: BLE001 - reported; tool-use envs then fail to import
-        for name in loaded:
-            sys.modules.pop(name, None)
+    except Exception as e:  # noqa: BLE001 - reported; environments using the kit then fail to import
+        for module_name in loaded:
+            sys.modules.pop(module_name, None)
         traceback.print_exc()
-        return f"toolenv: failed to load ({type(e).__name__}: {e})"
-    return "toolenv: registered"
+        return f"{name}: failed to load ({type(e).__name__}: {e})"
+    return f"{name}: registered"
 
 
 def _preload(cfg: dict) -> tuple[list[str], str]:
@@ -270,7 +272,7 @@ def main() -> None:
     here = cfg["here"]
     harden = _load_file("sandbox_harden", os.path.join(here, "harden.py"))
     child = _load_file("sandbox_child", os.path.join(here, "child.py"))
-    toolenv_note = _register_toolenv(cfg.get("toolenv"))
+    kit_notes = "; ".join(_register_kit(name, files) for name, files in cfg.get("kits", {}).items())
     active, reason, netns = _namespaces(cfg["namespaces"])
     devnull = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
     hello = {
@@ -278,7 +280,7 @@ def main() -> None:
         "namespaces": [active, reason],
         "netns": netns,
         "read_paths": read_paths,
-        "runtime": f"{numpy_note}; {toolenv_note}",
+        "runtime": f"{numpy_note}; {kit_notes}",
         "root": os.geteuid() == 0,
     }
     gc.freeze()  # children never traverse (and so never copy) the runtime's pages in a GC pass

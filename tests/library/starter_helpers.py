@@ -12,16 +12,38 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 import types
 
+import spadework.env.gameenv as gameenv
 from spadework.types import EnvSource
 
 
 def load_class(src: EnvSource) -> type:
-    """Execute trusted starter source into an isolated module and return its environment class."""
+    """Execute trusted starter source into an isolated module and return its environment class,
+    with ``gameenv`` resolved to spadework's copy of the games kit (the import the sandbox
+    provides to generated code)."""
     module = types.ModuleType(f"starter_{src.name}")
-    exec(compile(src.code, f"<starter {src.name}>", "exec"), module.__dict__)  # trusted: ours
+    saved = sys.modules.get("gameenv")
+    sys.modules["gameenv"] = gameenv
+    try:
+        exec(compile(src.code, f"<starter {src.name}>", "exec"), module.__dict__)  # trusted: ours
+    finally:
+        if saved is None:
+            del sys.modules["gameenv"]
+        else:
+            sys.modules["gameenv"] = saved
     return getattr(module, src.class_name)
+
+
+def levels(env_class: type) -> range:
+    """The levels a starter declares, 1 to LEVELS."""
+    return range(1, getattr(env_class, "LEVELS", 1) + 1)
+
+
+def top(env_class: type) -> int:
+    """Its hardest level, where trivial play must fail."""
+    return getattr(env_class, "LEVELS", 1)
 
 
 def as_actions(solution) -> list[str]:

@@ -6,7 +6,9 @@ import math
 import random
 import re
 
-from starter_helpers import AGENTS, as_actions, play, random_action
+from starter_helpers import AGENTS, as_actions, levels, play, random_action, top
+
+from spadework.env.gameenv import boxes, is_placeholder
 
 SEEDS = range(20)
 RANDOM_EPISODES = 60
@@ -38,9 +40,31 @@ def test_metadata_and_contract_types(game, env_class):
         assert isinstance(env.hint(), str) and env.hint()
 
 
+def test_every_game_has_levels_and_readable_observations(env_class):
+    """At least three levels; at every level the first observation shows a concrete example
+    move and a wrong or malformed move is answered with the format restated (what a 0.5B agent
+    needs, ../shared/reference/small-agent-probe.md)."""
+    assert top(env_class) >= 3, "every starter game declares LEVELS >= 3"
+    for level in levels(env_class):
+        env = env_class(max_turns=4, level=level)
+        obs, info = env.reset(seed=11)
+        assert any(not is_placeholder(b) for b in boxes(obs)), f"level {level}: {obs!r}"
+        after = env.step("I do not know.")[0]
+        assert any(not is_placeholder(b) for b in boxes(after)), f"level {level}: {after!r}"
+    assert env_class(max_turns=4).level == 1, "level 1 is the default"
+
+
+def test_a_level_outside_the_declared_ones_is_refused(env_class):
+    import pytest
+
+    for bad in (0, top(env_class) + 1, "2"):
+        with pytest.raises(ValueError, match="level"):
+            env_class(max_turns=4, level=bad)
+
+
 def test_seeded_reset_is_deterministic(env_class):
     rng = random.Random(7)
-    first, second = env_class(), env_class()
+    first, second = env_class(level=top(env_class)), env_class(level=top(env_class))
     for seed in (0, 1, 12345):
         obs1, info1 = first.reset(seed=seed)
         obs2, info2 = second.reset(seed=seed)
@@ -60,32 +84,34 @@ def test_seeded_reset_is_deterministic(env_class):
 
 
 def test_solution_wins_from_every_seed(env_class):
-    env = env_class()
-    for seed in SEEDS:
-        env.reset(seed=seed)
-        actions = as_actions(env.solution())
-        assert 1 <= len(actions) <= env.max_turns, f"seed {seed}: solution needs {len(actions)} turns"
-        results, won = play(env, actions)
-        for r in results:
-            check_step(r)
-        assert won, f"seed {seed}: solution {actions} ends with {results[-1][:4]}"
-        assert results[-1][1] == 1.0 and results[-1][2] is True
+    for level in levels(env_class):
+        env = env_class(level=level)
+        for seed in SEEDS:
+            env.reset(seed=seed)
+            actions = as_actions(env.solution())
+            assert 1 <= len(actions) <= env.max_turns, f"level {level}, seed {seed}: solution needs {len(actions)} turns"
+            results, won = play(env, actions)
+            for r in results:
+                check_step(r)
+            assert won, f"level {level}, seed {seed}: solution {actions} ends with {results[-1][:4]}"
+            assert results[-1][1] == 1.0 and results[-1][2] is True
 
 
 def test_solution_fits_the_turn_budget_it_is_built_with(env_class):
     """The player's max_turns is passed to the constructor; a deal must be winnable within it."""
     for max_turns in (4, 6, 8):
-        env = env_class(max_turns=max_turns)
-        for seed in range(10):
-            env.reset(seed=seed)
-            actions = as_actions(env.solution())
-            assert len(actions) <= max_turns, f"max_turns={max_turns}, seed {seed}: {actions}"
-            assert play(env, actions)[1], f"max_turns={max_turns}, seed {seed}: solution lost"
+        for level in levels(env_class):
+            env = env_class(max_turns=max_turns, level=level)
+            for seed in range(10):
+                env.reset(seed=seed)
+                actions = as_actions(env.solution())
+                assert len(actions) <= max_turns, f"max_turns={max_turns}, level {level}, seed {seed}: {actions}"
+                assert play(env, actions)[1], f"max_turns={max_turns}, level {level}, seed {seed}: solution lost"
 
 
 def test_seeds_give_different_instances_and_solutions(env_class):
     """Hidden-state games may open with the same text, but their solutions must differ."""
-    env = env_class()
+    env = env_class(level=top(env_class))
     solutions = set()
     for seed in range(10):
         env.reset(seed=seed)
@@ -94,7 +120,7 @@ def test_seeds_give_different_instances_and_solutions(env_class):
 
 
 def test_random_actions_rarely_win(env_class):
-    env = env_class()
+    env = env_class(level=top(env_class))
     wins = 0
     for episode in range(RANDOM_EPISODES):
         rng = random.Random(1000 + episode)
@@ -108,7 +134,7 @@ def test_random_actions_rarely_win(env_class):
 
 
 def test_empty_and_repeated_actions_never_win(env_class):
-    env = env_class()
+    env = env_class(level=top(env_class))
     for seed in SEEDS:
         for action in GENERIC_ACTIONS:
             env.reset(seed=seed)
@@ -120,7 +146,7 @@ def test_empty_and_repeated_actions_never_win(env_class):
 def test_answer_not_in_first_observation(env_class):
     """The answer (a single solution string, or the last action of a list) is not printed at reset,
     not even as a word inside other text, unless it is generic text every seed prints."""
-    env = env_class()
+    env = env_class(level=top(env_class))
     firsts = {}
     for seed in SEEDS:
         obs, _ = env.reset(seed=seed)
@@ -154,9 +180,10 @@ def test_malformed_reply_gets_format_reminder(env_class):
 
 
 def test_random_legal_moves_rarely_win(game, env_class):
-    """A rule-abiding random agent (see starter_helpers.py) wins at most 5% of 100 episodes."""
+    """A rule-abiding random agent (see starter_helpers.py) wins at most 5% of 100 episodes at
+    the top level (lower levels are meant to be easier)."""
     assert game.name in AGENTS, f"add a random legal agent for {game.name} to starter_helpers.py"
-    agent, env, wins = AGENTS[game.name], env_class(), 0
+    agent, env, wins = AGENTS[game.name], env_class(level=top(env_class)), 0
     for episode in range(100):
         rng = random.Random(10**6 + episode)  # not the env's seed: the streams must not correlate
         env.reset(seed=episode)

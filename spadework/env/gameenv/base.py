@@ -1,0 +1,157 @@
+"""The games base class: a subclass writes what is particular to its game (the instance for a
+seed and a level, the task text, an example move, how a move is judged, the solution) and
+:class:`GameEnv` turns it into the environment contract. Standard library only.
+
+What the base class does on every path, so that a designed game cannot get it wrong:
+
+- ``__init__(max_turns=10, level=1, **kwargs)`` checks both and builds the seed-0 instance;
+- ``reset(seed)`` draws everything from ``random.Random(seed)`` (passed to ``setup``), resets
+  the turn count and returns ``(observation, info)``;
+- ``step(action)`` counts the turn, parses the last ``\\boxed{...}``, asks ``judge`` about it,
+  truncates at ``max_turns`` and always returns the 5-tuple with a float reward;
+- every observation can be read alone by a small model: the first states the task, the moves
+  allowed and a concrete example move; every later one restates the last move, what was wrong
+  with it, the task's current state, the moves left and the answer format with the example
+  (``../shared/reference/small-agent-probe.md``: the same 0.5B agent wins a one-digit sum 8 in
+  10 written so, 1 in 10 written tersely).
+
+The example move must be concrete (``\\boxed{12}``, not ``\\boxed{N}``): a placeholder is
+refused when the episode starts, because small models copy it as their move.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .boxes import box, extract_boxed, is_placeholder
+
+WIN, LOSE, CONTINUE, INVALID = "win", "lose", "continue", "invalid"
+OUTCOMES = (WIN, LOSE, CONTINUE, INVALID)
+
+
+class GameEnv:
+    """Subclass it and write (``self.level`` is 1..LEVELS, ``self.turn`` the moves made so far):
+
+    - ``LEVELS = 3``: how many difficulty levels (default 1). A level changes the instance (a
+      smaller range, fewer digits, a smaller board), never the rules or the move format.
+    - ``setup(self, rng)``: build the instance for ``self.level``, drawing every random choice
+      from ``rng`` (a ``random.Random(seed)``).
+    - ``task(self) -> str``: the task and its current state in words, with the moves allowed.
+      It is shown at the start and after every move, so it always describes the present.
+    - ``example(self) -> str``: a concrete, well-formed move (what goes inside the box, e.g.
+      ``"7"`` or ``"3 + 4"``) that is not the answer.
+    - ``judge(self, move) -> (outcome, message)``: ``move`` is the text inside the agent's box;
+      outcome is ``"win"``, ``"lose"`` (the game is lost for good), ``"continue"`` (a legal move
+      that did not win; update the state) or ``"invalid"`` (not a legal move); ``message`` says
+      what happened, e.g. ``"14 is too high."``.
+    - ``solution(self)``: the winning reply or list of replies from the reset state, written
+      with ``self.box(...)``; each move may only use what the agent has been shown so far.
+    - optionally ``hint(self) -> str``.
+    """
+
+    LEVELS = 1
+    WIN, LOSE, CONTINUE, INVALID = WIN, LOSE, CONTINUE, INVALID
+
+    def __init__(self, max_turns=10, level=1, **kwargs):
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"max_turns must be a whole number >= 1, got {max_turns!r}")
+        levels = type(self).LEVELS
+        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
+            raise ValueError(f"LEVELS must be a whole number >= 1, got {levels!r}")
+        if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= levels:
+            raise ValueError(f"level must be a whole number from 1 to LEVELS={levels}, got {level!r}")
+        self.max_turns = max_turns
+        self.level = level
+        self.reset()
+
+    # -- what a subclass writes -----------------------------------------------------------------
+
+    def setup(self, rng):
+        raise NotImplementedError(f"{type(self).__name__} must define setup(self, rng)")
+
+    def task(self):
+        raise NotImplementedError(f"{type(self).__name__} must define task(self) -> str")
+
+    def example(self):
+        raise NotImplementedError(f"{type(self).__name__} must define example(self) -> str, "
+                                  "a concrete move such as '7'")
+
+    def judge(self, move):
+        raise NotImplementedError(f"{type(self).__name__} must define judge(self, move) -> "
+                                  "(outcome, message)")
+
+    def solution(self):
+        raise NotImplementedError(f"{type(self).__name__} must define solution(self)")
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    @staticmethod
+    def box(move):
+        """``move`` as the agent writes it: ``self.box(12)`` is ``\\boxed{12}``."""
+        return box(move)
+
+    @property
+    def moves_left(self):
+        return max(0, self.max_turns - self.turn)
+
+    def info(self):
+        """The info dict of every result (override to add to it; the agent never sees it)."""
+        return {"turn": self.turn, "level": self.level}
+
+    # -- the contract ---------------------------------------------------------------------------
+
+    def reset(self, seed=None):
+        self.turn = 0
+        self.done = self.won = self.truncated = False
+        self.setup(random.Random(0 if seed is None else seed))
+        return (f"{self._text('task')}\n{self._how(first=True)}", self.info())
+
+    def step(self, action):
+        if self.done:
+            return ("The game is over.", 0.0, not self.truncated, self.truncated, self.info())
+        self.turn += 1
+        move = extract_boxed(action if isinstance(action, str) else str(action))
+        if move is None or move == "":
+            outcome, message = INVALID, "I could not find a move in a box."
+        else:
+            outcome, message = self._judge(move)
+            message = f"You played {box(move)}. {message}".rstrip()
+        if outcome == WIN:
+            self.done = self.won = True
+            return (f"{message} You win!", 1.0, True, False, self.info())
+        if outcome == LOSE:
+            self.done = True
+            return (f"{message} You lose; the game is over.", 0.0, True, False, self.info())
+        if self.turn >= self.max_turns:
+            self.done = self.truncated = True
+            return (f"{message} No moves left; the game is over.", 0.0, False, True, self.info())
+        return (f"{message}\n{self._text('task')}\n{self._how(first=False)}", 0.0, False, False,
+                self.info())
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _text(self, name):
+        value = getattr(self, name)()
+        if not isinstance(value, str) or not value.strip():
+            raise TypeError(f"{name}() must return a non-empty str, got {value!r}")
+        return value.strip()
+
+    def _how(self, first):
+        example = self._text("example")
+        inner = extract_boxed(example) if "\\boxed" in example else example
+        if inner is None or is_placeholder(inner):
+            raise ValueError(f"example() returned {example!r}, a placeholder; return a concrete "
+                             "move the agent could play, such as '7' or '3 + 4'")
+        left = self.max_turns - self.turn
+        moves = f"{left} move{'s' if left != 1 else ''} left"
+        if first:
+            return f"You have {moves}. Reply with your move in a box, for example {box(inner)}."
+        return f"You have {moves}. Reply with your next move in a box, for example {box(inner)}."
+
+    def _judge(self, move):
+        verdict = self.judge(move)
+        if not (isinstance(verdict, (tuple, list)) and len(verdict) == 2
+                and verdict[0] in OUTCOMES and isinstance(verdict[1], str)):
+            raise TypeError(f"judge() must return (outcome, message) with outcome one of "
+                            f"{', '.join(OUTCOMES)} and message a str, got {verdict!r}")
+        return verdict[0], verdict[1].strip()
