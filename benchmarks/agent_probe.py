@@ -48,6 +48,28 @@ def environments(args: argparse.Namespace) -> dict[str, object]:
     return envs
 
 
+def measure(policy, sandbox, env, *, plays: int, play_cfg, seed: int, level: int = 1) -> dict:
+    """``plays`` unhinted episodes of ``env`` at ``level``: wins, the share of well-formed
+    replies, the share cut at the token limit, the mean reply length, statuses and seconds."""
+    from spadework.reward import episode_return
+    from spadework.rollout import PlayJob, play
+    from spadework.seeding import episode_seed
+
+    t = time.time()
+    jobs = [PlayJob(env, episode_seed(seed, env.env_id, k), "no_hint", k, level=level)
+            for k in range(plays)]
+    eps = play(policy, sandbox, jobs, play_cfg, seed=seed)
+    returns = [episode_return(e.rewards, e.terminated) for e in eps]
+    turns = [t for e in eps for t in e.turns]
+    return {
+        "wins": sum(r > 0 for r in returns), "plays": len(eps),
+        "well_formed": round(sum(t.parsed for t in turns) / max(len(turns), 1), 4),
+        "cut": round(sum(t.finish_reason == "length" for t in turns) / max(len(turns), 1), 4),
+        "mean_reply_chars": round(sum(len(t.text) for t in turns) / max(len(turns), 1), 1),
+        "statuses": {s: sum(e.status == s for e in eps) for s in sorted({e.status for e in eps})},
+        "seconds": round(time.time() - t, 1)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="cpu-qwen", help="the run preset whose agent and play settings are used")
@@ -61,10 +83,7 @@ def main() -> None:
 
     from spadework.config import preset
     from spadework.policy.load import load_policy
-    from spadework.reward import episode_return
-    from spadework.rollout import PlayJob, play
     from spadework.sandbox import Limits, Sandbox
-    from spadework.seeding import episode_seed
 
     cfg = preset(args.preset)
     play_cfg = cfg.play if args.max_tokens is None else dataclasses.replace(cfg.play, max_tokens=args.max_tokens)
@@ -76,19 +95,8 @@ def main() -> None:
            "max_tokens": play_cfg.max_tokens, "load_seconds": round(time.time() - t0, 1), "envs": {}}
     with Sandbox(Limits()) as sb:
         for name, env in envs.items():
-            t = time.time()
-            jobs = [PlayJob(env, episode_seed(args.seed, env.env_id, k), "no_hint", k)
-                    for k in range(args.plays)]
-            eps = play(policy, sb, jobs, play_cfg, seed=args.seed)
-            returns = [episode_return(e.rewards, e.terminated) for e in eps]
-            turns = [t for e in eps for t in e.turns]
-            out["envs"][name] = {
-                "wins": sum(r > 0 for r in returns), "plays": len(eps),
-                "well_formed": round(sum(t.parsed for t in turns) / max(len(turns), 1), 4),
-                "cut": round(sum(t.finish_reason == "length" for t in turns) / max(len(turns), 1), 4),
-                "mean_reply_chars": round(sum(len(t.text) for t in turns) / max(len(turns), 1), 1),
-                "statuses": {s: sum(e.status == s for e in eps) for s in sorted({e.status for e in eps})},
-                "seconds": round(time.time() - t, 1)}
+            out["envs"][name] = measure(policy, sb, env, plays=args.plays, play_cfg=play_cfg,
+                                        seed=args.seed)
             print(f"[agent_probe] {name}: {out['envs'][name]}", file=sys.stderr, flush=True)
     print(json.dumps(out, indent=1))
 

@@ -264,6 +264,41 @@ def test_v3_archive_keeps_everything_and_gets_its_documents_from_the_stored_prom
         assert c.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
+def test_v5_archive_gets_levels_backfilled_and_loses_nothing(tmp_path: Path) -> None:
+    """Schema v6 records difficulty levels: how many an environment declares (from its stored
+    check report) and the level each episode and each iteration's plays were at. A v5 archive's
+    environments had none, so everything reads back at level 1, with its data unchanged."""
+    from spadework.archive.records import report_to_json
+    from spadework.types import CheckReport, CheckResult, Episode, env_id_of
+
+    code, code3 = code_of("OneEnv"), code_of("ThreeEnv")
+    three = CheckReport(env_id_of(code3), "ThreeEnv", (CheckResult("static", True, "ok"),), 4, levels=3)
+    p = tmp_path / "a.sqlite"
+    conn = sqlite3.connect(p, isolation_level=None)
+    migrate(conn, str(p), target=5)
+    for c, name, rep in ((code, "OneEnv", report_to_json(report(True))), (code3, "ThreeEnv", report_to_json(three))):
+        conn.execute("INSERT INTO envs (env_id, code, class_name, setting, skill, origin, iteration, "
+                     "status, report, created_at) VALUES (?, ?, ?, 'games', 's', 'designed', 0, "
+                     "'accepted', ?, 1.0)", (env_id_of(c), c, name, rep))
+    conn.execute("INSERT INTO env_plays VALUES (?, 0, 4, 1, 0.25, 0.5)", (env_id_of(code),))
+    conn.execute("INSERT INTO episodes (iteration, env_id, arm, play_index, seed, rewards, terminated, "
+                 "truncated, status, error, seconds, n_turns, opening) VALUES (0, ?, 'hint', 0, 7, NULL, "
+                 "1, 0, 'completed', '', 0.5, 0, 'Go.')", (env_id_of(code),))
+    conn.close()
+    with Archive.open(p) as a:
+        assert (a.migrated_from, a.schema_version) == (5, SCHEMA_VERSION)
+        assert a.get_env(env_id_of(code)).levels == 1 and a.get_env(env_id_of(code3)).levels == 3
+        assert [r[0] for r in a.query("SELECT levels FROM envs ORDER BY class_name")] == [1, 3]
+        (ep,) = a.episodes()
+        assert (ep.seed, ep.opening, ep.level) == (7, "Go.", 1)
+        assert a.query("SELECT level FROM env_plays")[0][0] == 1
+        a.add_episodes(1, [Episode(env_id_of(code3), "no_hint", 0, 9, (), (1.0,), True, False,
+                                   "completed", level=2)])
+        assert [e.level for e in a.episodes(iteration=1)] == [2]
+    with sqlite3.connect(tmp_path / "a.sqlite.v5.bak") as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 5
+
+
 # round trips ----------------------------------------------------------------------------------------
 
 

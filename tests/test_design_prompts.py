@@ -37,7 +37,10 @@ def test_the_example_is_shown_when_memory_is_empty_and_never_accepted(sb, archiv
     assert "near-duplicate" in results[0].attempts[0].reason
     prompt = results[0].attempts[0].messages[1]["content"]
     assert "class CompoundInterestEnv" in prompt and "at most 64 lines" in prompt
-    assert "truncated=True once self.turn >= self.max_turns" in prompt  # the checklist
+    assert "task() must show every number the answer is computed from" in prompt  # the checklist
+    assert "subclass of GameEnv" in prompt and "LEVELS = 3, and setup(self, rng)" in prompt  # the guide
+    assert "level 1 is a small instance a beginner can win" in prompt
+    assert "level: int = 1" in prompt and "LEVELS" in prompt  # the contract
     assert results[0].attempts[0].memory_ids == ()  # the example is not an archived environment
 
 

@@ -294,3 +294,23 @@ class FractionEnv:
         assert env.step(env.unwrapped.solution())[1:3] == (1.0, True)
         env.reset(seed=2)
         assert env.step("\\boxed{7}")[1] == 0.0
+
+
+def test_a_level_is_played_as_asked_and_checked_against_the_environment(tmp_path):
+    """``make(..., level=k)`` builds level k (the info says so); a level the environment does not
+    declare is refused with its range, for an environment without levels too."""
+    from spadework.designer.examples import GAMES_EXAMPLE
+
+    module = tmp_path / "interest.py"
+    module.write_text(GAMES_EXAMPLE)
+    with sg.make(module, max_turns=4, level=3) as env:
+        assert env.levels == 3
+        obs, info = env.reset(seed=5)
+        assert "after 3 year(s)" in obs
+        assert play_solution(env, seed=5)[:2] == (1.0, True)
+    with pytest.raises(ConfigError, match="declares LEVELS = 3; choose a level from 1 to 3"):
+        sg.make(module, level=4)
+    with pytest.raises(ConfigError, match="declares LEVELS = 1"):
+        sg.make(GOOD / "arithmetic_chain.py", level=2)
+    with pytest.raises(ConfigError, match="level must be an integer >= 1"):
+        sg.make(module, level=0)

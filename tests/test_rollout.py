@@ -202,3 +202,45 @@ def test_progress_moves_every_turn_and_counts_an_early_end_as_done(sb):
     done = [d for d, _ in calls]
     assert done == [k + 1 + (k + 1 if k + 1 < won else 8) for k in range(8)]  # one per turn
     assert done[-1] == 16
+
+
+LEVELLED = '''\
+import random
+from gameenv import GameEnv
+
+
+class DigitsEnv(GameEnv):
+    LEVELS = 3
+
+    def setup(self, rng):
+        self.n = rng.randint(10 ** (self.level - 1), 10 ** self.level - 1)
+
+    def task(self):
+        return f"Level {self.level}: write the number {self.n} backwards."
+
+    def example(self):
+        return "0"
+
+    def judge(self, move):
+        if move == str(self.n)[::-1]:
+            return self.WIN, "Right."
+        return self.CONTINUE, f"{move} is not {self.n} backwards."
+
+    def solution(self):
+        return self.box(str(self.n)[::-1])
+'''
+
+
+def test_jobs_play_at_their_level_and_episodes_record_it(sb):
+    env = EnvSource(LEVELLED, "DigitsEnv", levels=3)
+    jobs = regret_jobs(env, run_seed=3, plays=2, level=3) + regret_jobs(env, run_seed=3, plays=1, level=1)
+    assert {j.level for j in jobs} == {1, 3}
+    policy = ScriptedPolicy(lambda conv, turn: "\\boxed{0}")
+    eps = play(policy, sb, jobs, PlayConfig(max_turns=2, max_tokens=16), seed=1)
+    assert [e.level for e in eps] == [j.level for j in jobs]
+    for e in eps:
+        assert f"Level {e.level}: write the number" in e.opening
+    with pytest.raises(SpadeworkError, match="PlayJob.level must be an integer from 1 to 3"):
+        PlayJob(env, 1, "no_hint", 0, level=4)
+    with pytest.raises(SpadeworkError, match="from 1 to 1"):
+        PlayJob(EnvSource("x", "X"), 1, "no_hint", 0, level=2)

@@ -15,8 +15,8 @@ reason a designer can act on, and each stage is a public function testable on it
 6. ``solvable``     replaying solution() from a fresh reset wins (terminated, positive reward)
                     on every one of ``solvable_seeds`` seeds drawn as play draws them
                     (:mod:`spadework.env.solvable`);
-7. ``visible``      solution() plays from what the agent sees: no two seeds show the same
-                    observations and get different moves (:mod:`spadework.env.visible`);
+7. ``visible``      games: solution() plays from what the agent sees, no two seeds show the
+                    same observations and get different moves (:mod:`spadework.env.visible`);
 8. ``readable``     games: a concrete example move first, and the format restated after a
                     malformed and after a wrong move (:mod:`spadework.env.readable`);
 9. ``not_trivial``  random, empty and repeated actions, and one seed's solution() replayed on
@@ -312,7 +312,7 @@ def check(
     stages.run("solvable", lambda: (None, _each_level(
         levels, lambda lv: solvable_stage(opener(lv), cfg, solvable, budget))))
     stages.run("visible", lambda: (None, _each_level(
-        levels, lambda lv: visible_stage(opener(lv), cfg, solvable, budget))))
+        levels, lambda lv: visible_stage(opener(lv), cfg, solvable, budget, setting))))
     stages.run("readable", lambda: (None, _each_level(
         levels, lambda lv: readable_stage(opener(lv), cfg, setting, budget))))
     stages.run("not_trivial", lambda: (None, _not_trivial(levels, opener, cfg, budget)))
@@ -366,6 +366,7 @@ def report_dict(report: CheckReport) -> dict:
         "failed_stage": report.failed_stage,
         "reason": report.reason,
         "max_turns": report.max_turns,
+        "levels": report.levels,
         "results": [
             {"stage": r.stage, "passed": r.passed, "reason": r.reason, "seconds": round(r.seconds, 6)}
             for r in report.results
@@ -388,8 +389,9 @@ def format_report(report: CheckReport) -> str:
         reason = r.reason.replace("\n", "\n" + " " * 28)
         lines.append(f"{'✓' if r.passed else '✗'} {r.stage:<12} {r.seconds * 1000:8.1f} ms  {reason}")
     name = report.class_name or "the candidate"
+    levels = f", levels 1-{report.levels}" if report.levels > 1 else ""
     if report.ok:
-        lines.append(f"valid: {name} (env {report.env_id[:12]})")
+        lines.append(f"valid: {name} (env {report.env_id[:12]}{levels})")
     else:
         lines.append(f"invalid: {name} fails at {report.failed_stage or 'no stage (nothing ran)'}")
     return "\n".join(lines)

@@ -124,9 +124,12 @@ class SpadeworkEnv(gymnasium.Env):
         self._owned = sandbox is None
         self._sandbox = sandbox if sandbox is not None else self._start_sandbox(limits, found.imports)
         try:
-            self._handle = self._load()
-            self._fresh = True
+            self._handle = self._load(level=1)  # reads LEVELS before the level is asked for
             self.levels = self._levels()
+            if self.level != 1:
+                self._handle.close()
+                self._handle = self._load()
+            self._fresh = True
         except BaseException:
             self.close()
             raise
@@ -143,10 +146,11 @@ class SpadeworkEnv(gymnasium.Env):
         sandbox.start()
         return sandbox
 
-    def _load(self):
+    def _load(self, level: int | None = None):
+        level = self.level if level is None else level
         return self._sandbox.load(self.source.code, max_turns=self.max_turns,
                                   class_name=self.source.class_name,
-                                  level=None if self.level == 1 else self.level)
+                                  level=None if level == 1 else level)
 
     def _levels(self) -> int:
         """The environment's LEVELS, with ``self.level`` checked against it."""

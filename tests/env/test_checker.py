@@ -47,7 +47,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "envs"
 BAD = sorted((FIXTURES / "bad").glob("*.py"))
 GOOD = sorted((FIXTURES / "good").glob("*.py"))
 GOOD_CODE = (FIXTURES / "good" / "arithmetic_chain.py").read_text()
-RUNTIME_STAGES = ["static", "load", "contract", "determinism", "solvable", "not_trivial"]
+RUNTIME_STAGES = ["static", "load", "contract", "determinism", "solvable", "visible", "readable",
+                  "not_trivial"]
 
 #: What the reason of each bad fixture must say, so that a designer can act on it.
 REASONS = {
@@ -73,6 +74,12 @@ REASONS = {
     "solution_does_not_win": "not solvable: seed ",
     "string_flags": "terminated is 'no' (str)",
     "syntax_error": "syntax error at line 24",
+    "hidden_answer": "hidden answer: seeds",
+    "placeholder_format": "only the placeholder \\boxed{number}",
+    "terse_feedback": "does not restate the answer format",
+    "levels_inverted": "levels not ordered: ",
+    "level_unsolvable": "level 3: not solvable: seed ",
+    "levels_not_an_int": "LEVELS is '3' (str)",
 }
 
 
@@ -200,7 +207,8 @@ def test_load_stage_names_the_line(sb):
     code = GOOD_CODE.replace("        self.reset()\n", "        self.reset()\n        1 / 0\n")
     with pytest.raises(EnvLoadError, match=r"ZeroDivisionError.*in __init__"):
         load_stage(sb, code, "ArithmeticChainEnv", CFG)
-    assert "instantiated" in load_stage(sb, GOOD_CODE, "ArithmeticChainEnv", CFG)
+    levels, summary = load_stage(sb, GOOD_CODE, "ArithmeticChainEnv", CFG)
+    assert levels == 1 and "instantiated" in summary
 
 
 # -- contract ---------------------------------------------------------------------------------
@@ -387,6 +395,20 @@ def test_cli_good_module():
     assert "✓ not_trivial" in out.stdout and "valid: ArithmeticChainEnv" in out.stdout
 
 
+def test_cli_shows_every_level(tmp_path):
+    from spadework.designer.examples import GAMES_EXAMPLE
+
+    module = tmp_path / "interest.py"
+    module.write_text(GAMES_EXAMPLE)
+    out = _cli("--max-turns", "4", str(module))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "levels 1-3 built" in out.stdout and "✓ solvable" in out.stdout
+    assert "levels 1-3: solution() wins on all 64 seeds" in out.stdout
+    assert "valid: CompoundInterestEnv" in out.stdout and "levels 1-3)" in out.stdout
+    report = json.loads(_cli("--json", "--max-turns", "4", str(module)).stdout)
+    assert report["levels"] == 3 and report["ok"]
+
+
 def test_cli_bad_module_as_json():
     out = _cli("--json", "--seeds", "2", str(FIXTURES / "bad" / "nan_reward.py"))
     assert out.returncode == 1, out.stderr
@@ -472,7 +494,7 @@ def test_seeds_passed_to_check_are_bounded():
 
 
 def test_a_slow_init_is_charged_to_the_load_stage(sb):
-    """__init__ sleeps 0.4 s, under the 2 s cap: it passes, and the six instances the check
+    """__init__ sleeps 0.4 s, under the 2 s cap: it passes, and the eight instances the check
     builds are all on the load stage's row, not on the stages that asked for them."""
     code = _variant("    def __init__(self, max_turns=10, **kwargs):\n",
                     "    def __init__(self, max_turns=10, **kwargs):\n"
@@ -482,8 +504,8 @@ def test_a_slow_init_is_charged_to_the_load_stage(sb):
     report = check(code, sandbox=sb, module=True)
     assert report.ok, report.results
     rows = {r.stage: r for r in report.results}
-    assert rows["load"].seconds >= 6 * 0.4  # one build of its own and one per later stage's instance
-    later = [rows[s] for s in ("contract", "determinism", "solvable", "not_trivial")]
+    assert rows["load"].seconds >= 8 * 0.4  # one build of its own and one per later stage's instance
+    later = [rows[s] for s in ("contract", "determinism", "solvable", "visible", "readable", "not_trivial")]
     assert all(r.seconds < rows["load"].seconds / 2 for r in later), report.results
 
 

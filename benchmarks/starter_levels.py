@@ -1,0 +1,88 @@
+"""Starter games by level: how often the agent wins each games starter at each of its levels.
+
+For every games starter of the library (``spadework.library``) and every level it declares,
+``--plays`` unhinted episodes at a preset's play settings (default ``cpu-qwen``: the base
+Qwen2.5-Coder-0.5B, 4 turns, 128 reply tokens, temperature 0.7), on seeds drawn as a run draws
+them. Prints one JSON object: per starter and level the wins, the share of well-formed replies,
+the share cut at the token limit, the mean reply length and seconds (``agent_probe.measure``),
+and a Markdown table (starter x level -> wins of N) for the README. Progress goes to stderr.
+
+What it is for: level 1 of every starter should be won in some plays by the base 0.5B, so a
+curriculum has a rung to start on, and the top level less often (issue "Environments a small
+agent can read"). The table is a measurement of the environments as written, not of training.
+
+Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/starter_levels.py [--preset cpu-qwen]
+       [--plays 10] [--only maze,nim] [--threads N] [--seed 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def table(results: dict[str, dict[int, dict]], plays: int) -> str:
+    """The Markdown table: one row per starter, one column per level (wins of ``plays``).
+
+    >>> print(table({"maze": {1: {"wins": 3}, 2: {"wins": 0}}}, 10))
+    | starter | level 1 | level 2 |
+    | --- | --- | --- |
+    | maze | 3/10 | 0/10 |
+    """
+    width = max((len(levels) for levels in results.values()), default=0)
+    lines = ["| starter | " + " | ".join(f"level {k}" for k in range(1, width + 1)) + " |",
+             "| --- |" + " --- |" * width]
+    for name, levels in results.items():
+        cells = [f"{levels[k]['wins']}/{plays}" if k in levels else "-" for k in range(1, width + 1)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", default="cpu-qwen")
+    ap.add_argument("--plays", type=int, default=10)
+    ap.add_argument("--only", default="", help="comma-separated starter names (default: every games starter)")
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the preset's)")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+
+    from agent_probe import measure
+
+    from spadework.config import preset
+    from spadework.library import starter_envs
+    from spadework.policy.load import load_policy
+    from spadework.sandbox import Limits, Sandbox
+
+    cfg = preset(args.preset)
+    wanted = {n for n in args.only.split(",") if n}
+    starters = [s for s in starter_envs("games") if not wanted or s.name in wanted]
+    t0 = time.time()
+    policy = load_policy("llamacpp", cfg.role_model("agent"), max_batch_size=cfg.policy_batch,
+                         threads=args.threads or cfg.threads)
+    out: dict = {"benchmark": "starter_levels", "preset": args.preset, "agent_model": cfg.role_model("agent"),
+                 "plays": args.plays, "max_turns": cfg.play.max_turns, "max_tokens": cfg.play.max_tokens,
+                 "temperature": cfg.play.temperature, "seed": args.seed,
+                 "load_seconds": round(time.time() - t0, 1), "starters": {}}
+    with Sandbox(Limits()) as sb:
+        for s in starters:
+            out["starters"][s.name] = {}
+            for level in range(1, s.levels + 1):
+                cell = measure(policy, sb, s, plays=args.plays, play_cfg=cfg.play, seed=args.seed,
+                               level=level)
+                out["starters"][s.name][level] = cell
+                print(f"[starter_levels] {s.name} level {level}: {cell}", file=sys.stderr, flush=True)
+    out["table"] = table(out["starters"], args.plays)
+    out["seconds"] = round(time.time() - t0, 1)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""The games kit: GameEnv's rules in this process (it is our own, reviewed code) and in the
+sandbox, where generated games import it as ``gameenv``; the static stage's checks of a GameEnv
+subclass; and the placeholder rule the readable stage and the kit share."""
+
+from __future__ import annotations
+
+import pytest
+
+from spadework.env.checker import CheckConfig, check
+from spadework.env.contract import find_env_class
+from spadework.env.gameenv import GameEnv, boxes, extract_boxed, is_placeholder
+from spadework.env.static import check_static
+from spadework.errors import ContractError, EnvLoadError
+from spadework.sandbox import Limits, Sandbox
+
+
+class SumEnv(GameEnv):
+    LEVELS = 3
+
+    def setup(self, rng):
+        top = 10 ** self.level - 1
+        self.a, self.b = rng.randint(1, top), rng.randint(1, top)
+
+    def task(self):
+        return f"What is {self.a} + {self.b}?"
+
+    def example(self):
+        return "0"
+
+    def judge(self, move):
+        if not move.isdigit():
+            return self.INVALID, f"{move} is not a whole number."
+        if int(move) == self.a + self.b:
+            return self.WIN, "That is the sum."
+        if int(move) > 500:
+            return self.LOSE, f"{move} is far too big."
+        return self.CONTINUE, f"{move} is not the sum."
+
+    def solution(self):
+        return self.box(self.a + self.b)
+
+
+def test_levels_default_to_one_and_are_checked():
+    assert SumEnv().level == 1 and SumEnv(level=3).level == 3
+    for bad in (0, 4, "2", True, 1.0):
+        with pytest.raises(ValueError, match="level must be a whole number from 1 to LEVELS=3"):
+            SumEnv(level=bad)
+    with pytest.raises(ValueError, match="max_turns"):
+        SumEnv(max_turns=0)
+    assert SumEnv(level=2).reset(seed=3)[1]["level"] == 2
+
+
+def test_a_level_changes_the_instance_not_the_rules():
+    small = [SumEnv(level=1) for _ in range(20)]
+    large = [SumEnv(level=3) for _ in range(20)]
+    for s, (e1, e3) in enumerate(zip(small, large)):
+        e1.reset(seed=s)
+        e3.reset(seed=s)
+    assert max(e.a for e in small) <= 9 and max(e.a for e in large) > 99
+    assert "Reply with your move in a box" in small[0].reset(seed=1)[0]
+    assert "Reply with your move in a box" in large[0].reset(seed=1)[0]
+
+
+def test_every_observation_is_readable_alone():
+    env = SumEnv(max_turns=3)
+    first, info = env.reset(seed=4)
+    assert first.startswith(f"What is {env.a} + {env.b}?")
+    assert "You have 3 moves left" in first and "for example \\boxed{0}" in first
+    assert info == {"turn": 0, "level": 1}
+    obs, reward, terminated, truncated, info = env.step("I think it is 7")
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert obs.startswith("I could not find a move in a box.")
+    assert f"What is {env.a} + {env.b}?" in obs and "2 moves left" in obs and "\\boxed{0}" in obs
+    obs, *_ = env.step("so \\boxed{1}")
+    assert obs.startswith("You played \\boxed{1}. 1 is not the sum.")
+    assert "1 move left" in obs and "Reply with your next move in a box, for example \\boxed{0}" in obs
+    obs, reward, terminated, truncated, _ = env.step("\\boxed{x}")
+    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert "x is not a whole number" in obs and "No moves left" in obs
+    assert env.step("\\boxed{1}")[1:4] == (0.0, False, True), "a finished game stays finished"
+
+
+def test_win_and_lose_end_the_game():
+    env = SumEnv()
+    env.reset(seed=2)
+    obs, reward, terminated, truncated, _ = env.step(env.solution())
+    assert (reward, terminated, truncated) == (1.0, True, False) and obs.endswith("You win!")
+    env.reset(seed=2)
+    obs, reward, terminated, truncated, _ = env.step("\\boxed{999}")
+    assert (reward, terminated, truncated) == (0.0, True, False) and "You lose" in obs
+    assert env.step("\\boxed{1}")[2] is True
+
+
+def test_a_placeholder_example_or_a_malformed_judge_is_a_clear_error():
+    class Placeholder(SumEnv):
+        def example(self):
+            return "N"
+
+    with pytest.raises(ValueError, match="example\\(\\) returned 'N', a placeholder"):
+        Placeholder()
+
+    class BadJudge(SumEnv):
+        def judge(self, move):
+            return True
+
+    env = BadJudge()
+    with pytest.raises(TypeError, match="judge\\(\\) must return \\(outcome, message\\)"):
+        env.step("\\boxed{3}")
+
+    class NoTask(GameEnv):
+        def setup(self, rng):
+            pass
+
+    with pytest.raises(NotImplementedError, match="must define task"):
+        NoTask()
+
+
+def test_the_box_parser_and_placeholders():
+    assert extract_boxed("first \\boxed{1} then \\boxed{ {2} }") == "2"
+    assert boxes("\\boxed{3 + 4} or \\boxed{undo} \\boxed{") == ["3 + 4", "undo"]
+    for p in ("N", "n", "d", "...", "number", "your answer", "<move>", "", "a op b", "x"):
+        assert is_placeholder(p), p
+    for c in ("7", "3 + 4", "up 2", "B", "undo", "answer 5 light", "weigh 1 2 vs 3 4"):
+        assert not is_placeholder(c), c
+
+
+GAME = '''\
+import random
+from gameenv import GameEnv
+
+
+class ParityEnv(GameEnv):
+    LEVELS = 2
+
+    def setup(self, rng):
+        self.n = rng.randint(10, 10 ** (self.level + 1))
+
+    def task(self):
+        return f"Is {self.n} even or odd? Answer even or odd."
+
+    def example(self):
+        return "even" if self.n % 2 else "odd"
+
+    def judge(self, move):
+        if move not in ("even", "odd"):
+            return self.INVALID, f"{move} is neither even nor odd."
+        right = "even" if self.n % 2 == 0 else "odd"
+        return (self.WIN, "Right.") if move == right else (self.LOSE, "Wrong.")
+
+    def solution(self):
+        return self.box("even" if self.n % 2 == 0 else "odd")
+'''
+
+
+def test_static_stage_knows_a_gameenv_subclass():
+    info = check_static(GAME)
+    assert (info.class_name, info.setting) == ("ParityEnv", "games")
+    assert find_env_class(GAME) == "ParityEnv"
+    with pytest.raises(ContractError, match="subclasses GameEnv but has no judge\\(\\) method; write judge\\(self, move\\)"):
+        check_static(GAME.replace("def judge(self, move)", "def decide(self, move)"))
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with Sandbox(Limits()) as box:
+        yield box
+
+
+def test_a_gameenv_game_runs_in_the_sandbox_at_each_level(sb):
+    for level in (None, 1, 2):
+        with sb.load(GAME, max_turns=3, level=level) as env:
+            assert env.levels() == 2
+            obs, info = env.reset(seed=5)
+            assert info["level"] == (level or 1) and "for example \\boxed{" in obs
+            assert env.step(env.solution())[1] == 1.0
+    with pytest.raises(EnvLoadError, match="level must be a whole number from 1 to LEVELS=2"):
+        sb.load(GAME, max_turns=3, level=3)
+
+
+def test_the_checker_checks_every_level(sb):
+    report = check(GAME, sandbox=sb, module=True, config=CheckConfig(max_turns=3))
+    assert report.failed_stage == "not_trivial" and report.levels == 2
+    # even/odd is a coin flip: random replies win about half of their episodes at the top level
+    assert report.reason.startswith("level 2: trivial:"), report.reason
+    rows = {r.stage: r.reason for r in report.results}
+    assert rows["load"].startswith("ParityEnv(max_turns=3) levels 1-2 built")
+    assert rows["solvable"].startswith("levels 1-2: solution() wins on all 64 seeds")
