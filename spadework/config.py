@@ -119,6 +119,19 @@ class RunConfig:
         if is_endpoint(self.role_model("agent")):
             raise ConfigError("only the designer may be an OpenAI-compatible endpoint: the agent's "
                               "turns need token ids and logprobs from a local model")
+        frozen_shared = self.train and self.frozen and self.shared
+        if frozen_shared and not self.learner.lora:
+            raise ConfigError(
+                f"frozen = {list(self.frozen)} with one shared model keeps the frozen role on the "
+                "base weights by switching the LoRA adapter off while it samples; with [learner] "
+                "lora = false every update changes the weights both roles sample from, so the "
+                "frozen role would drift with the trained one. Set [learner] lora = true, or give "
+                "the frozen role its own model (designer_model / agent_model)")
+        if frozen_shared and self.ray.enabled:
+            raise ConfigError(
+                f"frozen = {list(self.frozen)} with one shared model is not supported with --ray: "
+                "the generation servers serve the trained weights to both roles. Run without "
+                "--ray, or drop the freeze")
 
     @property
     def check(self) -> CheckConfig:

@@ -31,6 +31,7 @@ from typing import Any
 
 from spadework.errors import ConfigError
 from spadework.evaluate.heldout import HELD_OUT
+from spadework.reward import RewardConfig
 
 SCORES = ("blend", "learnability", "regret")
 
@@ -127,23 +128,25 @@ def active_skills(skills: Sequence[Any], regeneration: int, k: int) -> tuple[Any
     return tuple(skills[(start + j) % n] for j in range(min(k, n)))
 
 
-def env_score(kind: str, win_rate: float, regret: float | None) -> float:
+def env_score(kind: str, win_rate: float, regret: float | None,
+              reward_cfg: RewardConfig | None = None) -> float:
     """The replay score of an environment from its latest plays.
 
-    ``blend``: the designer's blend reward; ``learnability``: ``p * (1 - p)``; ``regret``: the
-    regret itself (0 when unknown).
+    ``blend``: the designer's blend reward under the run's ``reward_cfg`` (its band, ramp and
+    weights; the defaults when None); ``learnability``: ``p * (1 - p)``; ``regret``: the regret
+    itself (0 when unknown).
 
     >>> env_score("learnability", 0.5, None), env_score("blend", 0.5, 0.15), env_score("regret", 0.9, 0.2)
     (0.25, 1.0, 0.2)
+    >>> round(env_score("blend", 0.25, 0.0, RewardConfig(lo=0.2, hi=0.4)), 6)   # the run's band
+    0.6
     """
-    from spadework import reward
-
     if kind == "learnability":
         return win_rate * (1.0 - win_rate)
     if kind == "regret":
         return 0.0 if regret is None else float(regret)
     if kind == "blend":
-        return reward.blend(win_rate, 0.0 if regret is None else regret)
+        return (reward_cfg or RewardConfig()).blend_reward(win_rate, 0.0 if regret is None else regret)
     raise ConfigError(f"unknown score {kind!r}; choose one of {SCORES}")
 
 

@@ -134,7 +134,7 @@ def _pool(ctx: RunContext, it: _Iteration) -> StageResult:
         if rec.origin == "starter" and is_held_out(rec.name, cc.held_out):
             continue  # held out for evaluation (the library-heldout suite), never trained on
         s = a.env_stats(rec.env_id)
-        score = None if s is None else cur.env_score(cc.score, s.win_rate, s.regret)
+        score = None if s is None else cur.env_score(cc.score, s.win_rate, s.regret, ctx.cfg.reward)
         candidates.append(cur.Candidate(rec.env_id, score, None if s is None else s.last_played_iteration))
     pool = cur.choose_pool(fresh, candidates, it.i, cc, derive_rng(ctx.cfg.run_seed, it.i, "pool"))
     state = cur.next_state(it.state, regenerated=it.plan.regenerated, fresh=fresh, pool=pool)
@@ -204,7 +204,8 @@ def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
 
     def write(arch: Archive) -> None:
         for o in outcomes:
-            arch.record_env_stats(o.env_id, it.i, plays=o.plays, wins=o.wins, regret=o.regret)
+            if o.plays:  # every play failed (a hung step): credited, but nothing to record
+                arch.record_env_stats(o.env_id, it.i, plays=o.plays, wins=o.wins, regret=o.regret)
         for key, r in credits:
             arch.set_attempt_reward(key, r)
         arch.save_state("learning_potential", lps)
@@ -229,13 +230,16 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
     keys = [att.key for att in ready]
     agent = agent_assembly(it.episodes(), format_weight=cfg.reward.format_weight,
                            pack=cfg.learner.pack_turns)
+    # the reference's scale counts agent trajectories (192 = 24 envs x 8 plays): episodes, not
+    # samples, whose number changes with packing (pack_turns) and with the turns per episode
     scale = cfg.reward.designer_scale or reference_designer_scale(
-        len(agent.samples), len(ready), cfg.curriculum.regen_interval)
+        agent.episodes, len(ready), cfg.curriculum.regen_interval)
     designer = designer_assembly(ready if "designer" in trained else [],
                                  scheme=cfg.reward.designer_scheme, scale=scale)
     samples = [*designer.samples, *(agent.samples if "agent" in trained else [])]
     figures: dict[str, Any] = {"agent_samples": sum(s.role == "agent" for s in samples),
-                               "designer_samples": len(designer.samples),
+                               "agent_episodes": agent.episodes,
+                               "designer_samples": len(designer.samples), "designer_scale": scale,
                                "dropped": {**agent.dropped, **designer.dropped},
                                "packed_turns": agent.packed_turns}
     if cfg.frozen:

@@ -3,6 +3,14 @@
 ``score_env`` turns the two arms' episodes of one environment into what the archive and the
 designer's credit need (win rate over unhinted plays with return > 0, regret, whether a step
 hung); the rest are the summaries written to ``metrics.jsonl``.
+
+A play that did not end as a game ends (a ``timeout``, ``policy_error`` or ``env_error``: the
+host or the environment failed, the agent neither won nor lost) is left out of the scores, and
+so is the other arm's play of the same instance, so that regret still compares both arms on the
+same seeds. The training batch leaves the same episodes out (``train.batch.TRAINABLE_STATUSES``).
+They are counted as ``failed`` instead. Before, they scored as losses: when the hinted arm won at
+its first turn and the unhinted arm played on alone and timed out, the win rate read 0 and the
+regret 1 instead of 1 and 0.
 """
 
 from __future__ import annotations
@@ -18,10 +26,16 @@ from spadework.rollout import step_timed_out
 from spadework.types import Episode
 
 
+#: How a play ends when it ends as a game: won, lost or out of turns. The others are failures.
+GAME_ENDS = ("completed", "truncated")
+
+
 @dataclass(frozen=True)
 class EnvOutcome:
-    """How one environment played in one iteration: its unhinted plays (``returns``), wins
-    (return > 0), win rate, regret, and whether a step of it hung."""
+    """How one environment played in one iteration: its unhinted plays that ended as games
+    (``returns``), wins (return > 0), win rate, regret over the same instances, whether a step
+    of it hung, and ``failed``: the episodes (both arms) left out because they or their other
+    arm's play of the instance failed (see the module docstring)."""
 
     env_id: str
     plays: int
@@ -30,27 +44,41 @@ class EnvOutcome:
     regret: float
     step_timeout: bool
     returns: tuple[float, ...]
+    failed: int = 0
 
 
 def score_env(env_id: str, episodes: Sequence[Episode]) -> EnvOutcome | None:
-    """Score one environment from its episodes (both arms); None when it has no unhinted play.
+    """Score one environment from its episodes (both arms), over the instances (play indices,
+    the same seed in both arms) whose plays all ended as games; None when no unhinted play did
+    and no step hung (nothing to score), and an outcome of 0 plays when one hung (the design
+    still earns the timeout reward).
 
-    >>> def ep(arm, i, r):
-    ...     return Episode("e", arm, i, i, (), (r,), True, False, "completed")
+    >>> def ep(arm, i, r, status="completed"):
+    ...     return Episode("e", arm, i, i, (), (r,), True, False, status)
     >>> eps = [ep("hint", 0, 1.0), ep("hint", 1, 1.0), ep("no_hint", 0, 1.0), ep("no_hint", 1, 0.0)]
     >>> o = score_env("e", eps)
-    >>> o.plays, o.wins, o.win_rate, o.regret
-    (2, 1, 0.5, 0.5)
+    >>> o.plays, o.wins, o.win_rate, o.regret, o.failed
+    (2, 1, 0.5, 0.5, 0)
+    >>> o = score_env("e", [ep("hint", 0, 1.0), ep("no_hint", 0, 1.0), ep("hint", 1, 1.0),
+    ...                     ep("no_hint", 1, 0.0, "timeout")])
+    >>> o.plays, o.win_rate, o.regret, o.failed   # instance 1 is left out of both arms
+    (1, 1.0, 0.0, 2)
     """
     mine = [e for e in episodes if e.env_id == env_id]
-    unhinted = [reward.episode_return(e.rewards, e.terminated) for e in mine if e.arm == "no_hint"]
-    hinted = [reward.episode_return(e.rewards, e.terminated) for e in mine if e.arm == "hint"]
+    broken = {e.play_index for e in mine if e.status not in GAME_ENDS}
+    kept = [e for e in mine if e.play_index not in broken]
+    unhinted = [reward.episode_return(e.rewards, e.terminated) for e in kept if e.arm == "no_hint"]
+    hinted = [reward.episode_return(e.rewards, e.terminated) for e in kept if e.arm == "hint"]
+    hung = any(step_timed_out(e) for e in mine)
+    failed = len(mine) - len(kept)
     if not unhinted:
-        return None
+        if not hung:
+            return None
+        return EnvOutcome(env_id, 0, 0, 0.0, 0.0, True, (), failed)
     return EnvOutcome(env_id, plays=len(unhinted), wins=sum(1 for r in unhinted if r > 0),
                       win_rate=reward.win_rate(unhinted),
                       regret=reward.regret(hinted, unhinted) if hinted else 0.0,
-                      step_timeout=any(step_timed_out(e) for e in mine), returns=tuple(unhinted))
+                      step_timeout=hung, returns=tuple(unhinted), failed=failed)
 
 
 def histogram(rates: Iterable[float], bins: int = 10) -> list[int]:
@@ -111,14 +139,17 @@ def reward_figures(outcomes: Sequence[EnvOutcome], env_rewards: Mapping[str, flo
     """The reward stage's figures: the played environments' win-rate histogram and share in the
     band [lo, hi], mean regret, step timeouts, per environment (by id prefix) its win rate,
     regret and design reward, and the rewards credited to designer samples (``credited``)."""
-    rates = [o.win_rate for o in outcomes]
+    scored = [o for o in outcomes if o.plays]
+    rates = [o.win_rate for o in scored]
     return {
-        "envs": len(outcomes), "win_rate_histogram": histogram(rates),
-        "band_share": band_share(rates, lo, hi), "mean_regret": stats([o.regret for o in outcomes])["mean"],
+        "envs": len(scored), "failed_plays": sum(o.failed for o in outcomes),
+        "win_rate_histogram": histogram(rates),
+        "band_share": band_share(rates, lo, hi), "mean_regret": stats([o.regret for o in scored])["mean"],
         "designer_reward": stats(list(credited)), "designer_credited": len(credited),
         "step_timeouts": sum(o.step_timeout for o in outcomes),
-        "per_env": {o.env_id[:12]: {"win_rate": o.win_rate, "regret": o.regret,
-                                    "reward": env_rewards[o.env_id]} for o in outcomes},
+        "per_env": {o.env_id[:12]: {"win_rate": o.win_rate, "regret": o.regret, "plays": o.plays,
+                                    "failed": o.failed, "reward": env_rewards[o.env_id]}
+                    for o in outcomes},
     }
 
 

@@ -85,6 +85,17 @@ class RewardConfig:
                 raise ConfigError(f"RewardConfig.{name} must be a number in [0, 10] (0 = off), "
                                   f"got {value!r}")
 
+    def blend_reward(self, win_rate: float, regret: float) -> float:
+        """:func:`blend` with this run's band, ramp, weights, regret scale and floor: the one
+        place the run's blend is computed for anything that ranks by it.
+
+        >>> cfg = RewardConfig(lo=0.2, hi=0.4)
+        >>> round(cfg.blend_reward(0.25, 0.0), 6), round(RewardConfig().blend_reward(0.25, 0.0), 6)
+        (0.6, 0.24)
+        """
+        return blend(win_rate, regret, plateau_weight=self.plateau_weight,
+                     regret_weight=self.regret_weight, regret_scale=self.regret_scale,
+                     floor=self.floor, lo=self.lo, hi=self.hi, ramp=self.ramp)
 
 
 def check_finite(x: float, name: str) -> float:

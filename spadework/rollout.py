@@ -35,6 +35,7 @@ writing their box.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -66,9 +67,11 @@ class PlayConfig:
     episode_seconds: float = 600.0
     """Time budget of one episode; past it the episode is a timeout. It is charged the
     episode's own environment time (load, reset, steps) and its share of each batched policy
-    call (a call of k rows that took T seconds charges T / k to each), not the wall clock: in
-    batched play every episode waits for the whole batch, so on a loaded machine the wall clock
-    would time out every episode of a long stage at once."""
+    call by the work it asked for (:func:`policy_charges`: a call that took T seconds charges
+    each row T times its share of the call's tokens), not the wall clock: in batched play every
+    episode waits for the whole batch, so on a loaded machine the wall clock would time out
+    every episode of a long stage at once. A timeout is a failure of the host, not a loss: the
+    episode's seed is left out of both arms' scores (:func:`spadework.metrics.score_env`)."""
     batch_size: int = 64
     """Episodes live at once (one sandbox child each, one chat row each per turn)."""
     tool_messages: str = "auto"
@@ -345,9 +348,26 @@ def _fits(live: _Live, policy, cfg: PlayConfig, context: int) -> bool:
     return True
 
 
+def policy_charges(seconds: float, completions: Sequence) -> list[float]:
+    """Each row's share of a batched policy call that took ``seconds``: in proportion to its
+    work, the tokens it generated plus one (for its prompt), so a row pays for its own reply
+    and not for a longer one beside it; a failed row (None) pays nothing.
+
+    >>> from types import SimpleNamespace as C
+    >>> policy_charges(1.2, [C(output_ids=(1,) * 9), C(output_ids=(2,)), None])
+    [1.0, 0.2, 0.0]
+    >>> policy_charges(0.5, [None, None])
+    [0.0, 0.0]
+    """
+    work = [0 if c is None else len(c.output_ids) + 1 for c in completions]
+    total = sum(work)
+    return [seconds * w / total if total else 0.0 for w in work]
+
+
 def _chat(policy, lives: list[_Live], params, thinking: bool | None) -> list:
-    """One batched chat call; on PolicyError, each conversation alone, so that one bad
-    conversation fails only its own episode. Returns a completion or None per live episode."""
+    """One batched chat call; on PolicyError, each conversation alone (with its own row seed,
+    so a retried row samples as it would have in the batch), so that one bad conversation fails
+    only its own episode. Returns a completion or None per live episode."""
     convs = [lv.conversation(thinking) for lv in lives]
     try:
         return list(policy.chat(convs, params))
@@ -356,9 +376,10 @@ def _chat(policy, lives: list[_Live], params, thinking: bool | None) -> list:
             lives[0].end("policy_error", e.reason)
             return [None]
     out = []
-    for lv, conv in zip(lives, convs):
+    for i, (lv, conv) in enumerate(zip(lives, convs)):
+        alone = dataclasses.replace(params, row_seeds=params.row_seeds[i:i + 1]) if params.row_seeds else params
         try:
-            out.append(policy.chat([conv], params)[0])
+            out.append(policy.chat([conv], alone)[0])
         except PolicyError as e:
             lv.end("policy_error", e.reason)
             out.append(None)
@@ -366,7 +387,7 @@ def _chat(policy, lives: list[_Live], params, thinking: bool | None) -> list:
 
 
 def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int = 0,
-         progress=None) -> list[Episode]:
+         progress=None, clock=time.monotonic) -> list[Episode]:
     """Play every job to its end and return one :class:`Episode` per job, in job order.
 
     ``policy`` follows ``spadework.policy.base.Policy``; ``sandbox`` is a started
@@ -399,11 +420,11 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
                                         top_k=cfg.top_k, max_tokens=cfg.max_tokens,
                                         row_seeds=[turn_seed(seed, lives[i].job, len(lives[i].turns))
                                                    for i in batch])
-                start = time.monotonic()
+                start = clock()
                 completions = _chat(policy, [lives[i] for i in batch], params, cfg.thinking)
-                share = (time.monotonic() - start) / len(batch)
-                for i, completion in zip(batch, completions):
-                    lives[i].charged += share
+                charges = policy_charges(clock() - start, completions)
+                for i, completion, charge in zip(batch, completions, charges):
+                    lives[i].charged += charge
                     if completion is not None:
                         _advance(lives[i], completion, cfg, tool_role, params.record)
             live = [i for i in live if lives[i].status is None]

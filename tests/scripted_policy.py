@@ -30,10 +30,27 @@ Script = Callable[..., Reply] | Sequence[Sequence[Reply]]
 GOOD_ENV = Path(__file__).parent / "fixtures" / "envs" / "good" / "arithmetic_chain.py"
 
 
+#: The made-up ids of message roles in :meth:`ScriptedPolicy.prompt_ids`.
+ROLE_IDS = {"system": 3, "user": 4, "assistant": 5, "tool": 6}
+
+
 def fake_ids(text: str) -> tuple[int, ...]:
     """Deterministic made-up token ids: one per 4 characters (a typical tokenizer ratio)."""
     return tuple(int.from_bytes(hashlib.sha256(text[i:i + 4].encode()).digest()[:2], "big")
                  for i in range(0, len(text), 4)) or (1,)
+
+
+class FakeClock:
+    """A monotonic clock that moves only when told to (``advance``)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 class ScriptedPolicy:
@@ -43,15 +60,19 @@ class ScriptedPolicy:
     as the real backends seed their rows, so replies depend on the sampling seed. ``stop``
     strings cut the text as the backends do. ``fail_when(conversation)`` true raises
     PolicyError for a batch holding that conversation; ``delay`` seconds of sleep per chat call
-    imitate a slow model. ``calls`` records every batch.
+    imitate a slow model, or advance ``clock`` instead (a :class:`FakeClock` the caller also
+    gives ``rollout.play``, so episode budgets do not depend on the machine's load). ``calls``
+    records every batch.
     """
 
     def __init__(self, script: Script, *, context_length: int = 32768, delay: float = 0.0,
                  fail_when: Callable[[Conversation], bool] | None = None,
-                 supports_tool_role: bool | None = None, seeded: bool = False) -> None:
+                 supports_tool_role: bool | None = None, seeded: bool = False,
+                 clock: FakeClock | None = None) -> None:
         self.script = script
         self._context = context_length
         self.delay = delay
+        self.clock = clock
         self.fail_when = fail_when
         self.seeded = seeded
         if supports_tool_role is not None:
@@ -63,9 +84,15 @@ class ScriptedPolicy:
         return self._context
 
     def prompt_ids(self, conversation) -> list[int]:
+        """Made-up ids rendered as a chat template renders: each message a role id and its
+        content's ids, then the assistant's role id to generate after. A reply sampled after a
+        prompt is the next prompt's assistant message token for token, as with a real template,
+        so turns pack (``train.batch.pack_turns``) when the reply is stored as it was sampled."""
         conv = as_conversation(conversation)
-        text = "".join(f"<{m['role']}>{m['content']}" for m in conv.messages)
-        return list(fake_ids(text))
+        ids: list[int] = []
+        for m in conv.messages:
+            ids += [ROLE_IDS.get(m["role"], ROLE_IDS["user"]), *fake_ids(m["content"])]
+        return ids + [ROLE_IDS["assistant"]]
 
     def _reply(self, k: int, i: int, j: int, conv: Conversation, params: SamplingParams) -> Reply:
         if not callable(self.script):
@@ -83,7 +110,9 @@ class ScriptedPolicy:
         convs = [as_conversation(c) for c in conversations]
         k = len(self.calls)
         self.calls.append(convs)
-        if self.delay:
+        if self.delay and self.clock is not None:
+            self.clock.advance(self.delay)  # a slow model on a clock of its own: no real wait
+        elif self.delay:
             time.sleep(self.delay)
         if self.fail_when is not None and any(self.fail_when(c) for c in convs):
             raise PolicyError("scripted failure")

@@ -91,3 +91,33 @@ def test_scores_and_state_round_trip():
 def test_config_is_validated(kw):
     with pytest.raises(ConfigError):
         CurriculumConfig(**kw)
+
+
+def test_the_pool_ranks_replays_with_the_runs_band(tmp_path, monkeypatch):
+    """With the band at [0.2, 0.4] (the reference's later phase for 4B) an environment won a
+    quarter of the time sits in the band: its replay score is the run's blend, 0.6, as its
+    designer credit is, not the default band's 0.24."""
+    import spadework.loop as loop
+    from scripted_policy import ScriptedPolicy
+    from starters import starter_records
+
+    from spadework.archive import Archive, archive_path
+    from spadework.config import override, preset
+    from spadework.loop import Plan, RunContext, _Iteration
+
+    cfg = override(preset("smoke"), {"reward": {"lo": 0.2, "hi": 0.4}, "curriculum": {"score": "blend"}})
+    seen = {}
+
+    def capture(fresh, candidates, iteration, cc, rng):
+        seen.update({c.env_id: c.score for c in candidates})
+        return ()
+
+    monkeypatch.setattr(loop.cur, "choose_pool", capture)
+    with Archive.open(archive_path(tmp_path)) as a:
+        a.import_starter(starter_records(cfg.play.max_turns))
+        played = next(r for r in a.list_envs(status="accepted") if r.origin == "starter"
+                      and r.name not in cfg.curriculum.held_out)
+        a.record_env_stats(played.env_id, 0, plays=4, wins=1, regret=0.0)
+        ctx = RunContext(cfg, tmp_path, a, ScriptedPolicy(lambda c, t: ""), sandbox=None)
+        loop._pool(ctx, _Iteration(1, Plan(1), loop.cur.CurriculumState(), {}, a))
+    assert seen[played.env_id] == pytest.approx(0.6)

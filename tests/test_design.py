@@ -86,7 +86,7 @@ def test_every_rejection_stage_is_recorded(sb, archive):
     # truncated module more than an empty reply
     progress = [rejection_progress(r.attempts[0]) for r in results]
     assert progress == sorted(progress) and len(set(progress)) == len(progress)
-    assert progress[0] == 0.0 and 0 < progress[1] < progress[2] == pytest.approx(1 / 9)
+    assert progress[0] == 0.0 and 0 < progress[1] < progress[2] == pytest.approx(1 / 11)
     assert progress[-1] < 1.0
 
 

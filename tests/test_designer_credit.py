@@ -148,7 +148,7 @@ def test_who_is_credited_and_who_never_trains():
     cfg = RewardConfig(rejection_reward=-1.0, rejection_progress=1.0)
     got = dict(credit_attempts([acc, unplayed, rej, rep], {"e" * 64: 0.75}, cfg, "reward"))
     assert got == {(0, 0, 0): 0.75, (0, 2, 0): pytest.approx(-1.0 + rejection_progress(rej))}
-    assert rejection_progress(rej) == pytest.approx(3 / 9)  # failed at load, the 4th of 9 stages
+    assert rejection_progress(rej) == pytest.approx(3 / 11)  # failed at load, the 4th of 11 stages
     assert dict(credit_attempts([acc, rej], {"e" * 64: 0.75}, cfg, "none")) == {(0, 0, 0): 0.75}
     assert [trained_at_birth(x, "reward") for x in (acc, rej, rep)] == [False, False, True]
     assert [trained_at_birth(x, "none") for x in (acc, rej, rep)] == [False, True, True]

@@ -106,7 +106,7 @@ def test_graded_rejection_reward_and_format_shaping_reach_the_archive(tmp_path, 
     with Archive.open(archive_path(tmp_path)) as a:
         rejected = next(x for x in a.attempts() if x.outcome != "accepted")
         assert rejected.outcome == "novelty"
-        assert rejected.reward == pytest.approx(-1.0 + rejection_progress(rejected)) == -1 / 9
+        assert rejected.reward == pytest.approx(-1.0 + rejection_progress(rejected)) == pytest.approx(-1 / 11)
     line = out[0].to_dict()
     assert set(line["losses"]) == {"agent", "designer"}
     with Archive.open(archive_path(tmp_path)) as a:
@@ -383,3 +383,39 @@ def test_an_evaluation_runs_when_due_and_lands_in_the_metrics(tmp_path, cfg):
     summary = tmp_path / "eval" / "iter_0001" / "library-heldout" / "summary.json"
     assert json.loads(summary.read_text())["metrics"]["overall"]["score"] == \
         ev["suites"]["library-heldout"]["score"]
+
+
+def _one_trained_iteration(tmp_path, cfg, **changes):
+    from spadework.default_corpus import load_default_corpus
+    from spadework.loop import RunContext, run_iteration
+    from spadework.sandbox import Limits, Sandbox
+
+    cfg = override(cfg, {"train": True, "plays": 4, "checkpoint_every": 1, **changes})
+    learner = RecordingLearner()
+    with Archive.open(archive_path(tmp_path)) as a, Sandbox(Limits(episode_seconds=600)) as sb:
+        a.import_starter(starter_records())
+        ctx = RunContext(cfg, tmp_path, a, ScriptedPolicy(half_solving_script), sb, learner=learner,
+                         sync=RecordingSync(learner), corpus=load_default_corpus)
+        m = run_iteration(ctx, 0)
+        attempts = a.attempts()
+    (samples,) = learner.steps
+    return m.values["train"], samples, attempts
+
+
+def test_designer_advantages_do_not_depend_on_turn_packing(tmp_path, cfg):
+    """The reference's designer scale counts agent trajectories (its 192 is 24 environments x 8
+    plays): 8 unhinted episodes of 2 environments over 2 design attempts every 2 iterations is
+    8 / 2 * 2 = 8, whether the episodes' turns are trained apart or packed into fewer
+    sequences. Counting samples made it 3 with packing on and the turn count with it off."""
+    packed, with_pack, attempts = _one_trained_iteration(tmp_path / "on", cfg, learner={"pack_turns": True})
+    apart, without, _ = _one_trained_iteration(tmp_path / "off", cfg, learner={"pack_turns": False})
+    assert packed["agent_episodes"] == apart["agent_episodes"] == 8
+    assert packed["designer_scale"] == apart["designer_scale"] == 8.0
+    assert packed["packed_turns"] > 0 and apart["packed_turns"] == 0
+    assert packed["agent_samples"] < apart["agent_samples"]  # the turns really were packed
+    designer_on = [round(s.advantage, 9) for s in with_pack if s.role == "designer"]
+    designer_off = [round(s.advantage, 9) for s in without if s.role == "designer"]
+    assert designer_on == designer_off and any(designer_on)
+    rewards = sorted(x.reward for x in attempts)
+    assert designer_on == sorted(round((r - sum(rewards) / 2) * 8.0, 9) for r in rewards)[::-1] or \
+        sorted(designer_on) == sorted(round((r - sum(rewards) / 2) * 8.0, 9) for r in rewards)

@@ -132,6 +132,10 @@ def test_role_settings_are_checked_with_what_to_do():
         ({"agent_model": "http://localhost:8000/v1#m"}, "only the designer"),
         # a designer-reward ablation with the designer frozen would be the blend run again
         ({"frozen": ["designer"], "reward": {"variant": "solve_rate"}}, "take \"designer\" out of frozen"),
+        # full fine-tuning changes the weights a frozen role on the shared model samples from
+        ({"frozen": ["designer"], "learner": {"lora": False}}, "lora = true, or give the frozen role its own"),
+        # the Ray engines serve the trained weights to both roles
+        ({"frozen": ["designer"], "ray": {"enabled": True}}, "not supported with --ray"),
     ]:
         with pytest.raises(ConfigError, match=words):
             override(base, values)
@@ -139,6 +143,10 @@ def test_role_settings_are_checked_with_what_to_do():
                            "reward": {"variant": "solve_rate"}}).reward.variant == "solve_rate"
     endpoint = override(base, {"designer_model": "http://localhost:8000/v1#m", "frozen": ["designer"]})
     assert not endpoint.shared
+    # a frozen role of its own model, or no training at all, leaves nothing to drift
+    assert override(base, {"designer_model": "qwen2.5-coder-1.5b-instruct", "frozen": ["designer"],
+                           "learner": {"lora": False}}).learner.lora is False
+    assert override(base, {"train": False, "frozen": ["designer"], "learner": {"lora": False}})
 
 
 def test_the_designer_endpoint_is_an_openai_policy_for_the_named_model():

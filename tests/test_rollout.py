@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scripted_policy import ScriptedPolicy, solution_script
+from scripted_policy import FakeClock, ScriptedPolicy, solution_script
 
 from spadework.env.toolenv import parse_answer, parse_tool_calls
 from spadework.errors import SpadeworkError
@@ -63,10 +63,11 @@ def test_thinking_is_stripped_before_parsing(sb):
     env = starter_env("mastermind")
     (obs, replies), = solutions_for(sb, env, [11], 8).items()
     wrong = "\\boxed{0 0 0 0}"
-    policy = ScriptedPolicy(lambda c, t: f"<think>maybe {wrong}</think> I answer {replies[0]}")
+    # mastermind's solution guesses from the feedback: one reply per turn, the last one wins
+    policy = ScriptedPolicy(lambda c, t: f"<think>maybe {wrong}</think> I answer {replies[t]}")
     ep, = play(policy, sb, [PlayJob(env, 11, "no_hint", 0)], PlayConfig(max_turns=3))
-    assert ep.status == "completed" and ep.rewards == (1.0,)
-    assert ep.turns[0].action == replies[0] and ep.turns[0].parsed
+    assert ep.status == "completed" and ep.rewards == (0.0,) * (len(replies) - 1) + (1.0,)
+    assert [t.action for t in ep.turns] == replies and all(t.parsed for t in ep.turns)
 
 
 def test_each_turn_records_whether_its_reply_parsed_and_how_it_was_sampled(sb):
@@ -129,7 +130,8 @@ def test_statuses_env_error_timeout_policy_error(sb):
     failing = ScriptedPolicy(lambda c, t: "\\boxed{1 1}",
                              fail_when=lambda c: "hint from" in c.messages[0]["content"])
     eps = play(failing, sb, regret_jobs(env, run_seed=0, plays=1), cfg)
-    assert [e.status for e in eps] == ["policy_error", "truncated"]  # one bad row fails alone
+    # one bad row fails alone; the other plays on (nim level 1 is one pile: 1 1 loses it at once)
+    assert [e.status for e in eps] == ["policy_error", "completed"]
     assert eps[0].error == "scripted failure"
 
 
@@ -144,9 +146,12 @@ def test_truncated_by_turns_by_context_and_timeout_by_wall_clock(sb):
     ep, = play(long_talk, sb, [PlayJob(env, 2, "no_hint", 0)], cfg)
     assert ep.status == "truncated" and "context budget" in ep.error and len(ep.turns) < 8
 
-    slow = ScriptedPolicy(lambda c, t: "\\boxed{1 2 3 4}", delay=0.3)
-    ep, = play(slow, sb, [PlayJob(env, 2, "no_hint", 0)], PlayConfig(max_turns=8, episode_seconds=0.5))
+    clock = FakeClock()
+    slow = ScriptedPolicy(lambda c, t: "\\boxed{1 2 3 4}", delay=0.3, clock=clock)
+    ep, = play(slow, sb, [PlayJob(env, 2, "no_hint", 0)], PlayConfig(max_turns=8, episode_seconds=0.5),
+               clock=clock)
     assert ep.status == "timeout" and "budget" in ep.error and not step_timed_out(ep)
+    assert len(ep.turns) == 2  # 0.3 + 0.3 of policy time passed the 0.5 s budget
 
 
 def test_the_episode_budget_charges_a_share_of_batched_policy_time_not_the_wall_clock(sb):
@@ -154,13 +159,29 @@ def test_the_episode_budget_charges_a_share_of_batched_policy_time_not_the_wall_
     the budget by the third turn) but is charged a tenth of each call, so none times out; alone,
     the same episode is charged every call and does."""
     env = starter_env("mastermind")
-    slow = ScriptedPolicy(lambda c, t: "\\boxed{1 2 3 4}", delay=0.25)
+    clock = FakeClock()  # the policy's time on a clock of the test's own: no load can move it
+    slow = ScriptedPolicy(lambda c, t: "\\boxed{1 2 3 4}", delay=0.25, clock=clock)
     cfg = PlayConfig(max_turns=4, episode_seconds=0.6)
-    eps = play(slow, sb, [PlayJob(env, 2 + k, "no_hint", k) for k in range(10)], cfg)
+    eps = play(slow, sb, [PlayJob(env, 2 + k, "no_hint", k) for k in range(10)], cfg, clock=clock)
     assert all(e.status != "timeout" for e in eps), [e.error for e in eps]
-    assert max(e.seconds for e in eps) > cfg.episode_seconds  # the wall clock would have
-    ep, = play(slow, sb, [PlayJob(env, 2, "no_hint", 0)], cfg)
+    assert clock.now > cfg.episode_seconds  # the wall clock would have timed them out
+    ep, = play(slow, sb, [PlayJob(env, 2, "no_hint", 0)], cfg, clock=clock)
     assert ep.status == "timeout" and "share of the policy" in ep.error
+
+
+def test_a_row_is_charged_for_its_own_tokens_not_for_a_longer_reply_beside_it(sb):
+    """Two episodes share each 1 s call: one writes 100 tokens a turn, the other 1. The long
+    one pays about 0.98 s a call and runs out of its 1.5 s budget at its second turn; the short
+    one pays about 0.02 s and plays its four turns. Split evenly (0.5 s each), both ran out at
+    the fourth."""
+    env = starter_env("mastermind")
+    clock = FakeClock()
+    policy = ScriptedPolicy(lambda c, t: "x" * 400 if "long" in c.messages[0]["content"] else "\\boxed{1 2 3 4}",
+                            delay=1.0, clock=clock)
+    jobs = [PlayJob(env, 2, "hint", 0, hint="long"), PlayJob(env, 3, "hint", 1, hint="short")]
+    eps = play(policy, sb, jobs,
+               PlayConfig(max_turns=4, max_tokens=200, episode_seconds=1.5), clock=clock)
+    assert [(e.status, len(e.turns)) for e in eps] == [("timeout", 2), ("truncated", 4)], [e.error for e in eps]
 
 
 def test_batch_window_keeps_job_order_and_replays_identically(sb):
@@ -244,3 +265,40 @@ def test_jobs_play_at_their_level_and_episodes_record_it(sb):
         PlayJob(env, 1, "no_hint", 0, level=4)
     with pytest.raises(SpadeworkError, match="from 1 to 1"):
         PlayJob(EnvSource("x", "X"), 1, "no_hint", 0, level=2)
+
+
+def test_rows_retried_alone_keep_their_own_seeds(sb):
+    """A failing conversation makes its batch be retried row by row; each retried row samples
+    from its own seed, so its episode is the one it would have been without the failure (with
+    the batch's seeds every retry drew from the first row's: 6 episodes, 1 distinct reply)."""
+    env = starter_env("mastermind")
+    jobs = regret_jobs(env, run_seed=4, plays=3)
+    broken = PlayJob(env, 99, "hint", 9, hint="this one fails")
+
+    def script(c, t, rng):
+        return "\\boxed{" + " ".join(str(rng.randint(1, 6)) for _ in range(4)) + "}"
+
+    def replies(eps):
+        return [tuple(t.text for t in e.turns) for e in eps]
+
+    cfg = PlayConfig(max_turns=3)
+    clean = play(ScriptedPolicy(script, seeded=True), sb, jobs, cfg, seed=5)
+    failing = ScriptedPolicy(script, seeded=True, fail_when=lambda c: "this one fails" in c.messages[0]["content"])
+    eps = play(failing, sb, [*jobs, broken], cfg, seed=5)
+    assert eps[-1].status == "policy_error"
+    assert replies(eps[:-1]) == replies(clean)
+    assert len({r[0] for r in replies(eps[:-1])}) > 1
+
+
+def test_the_same_jobs_in_batches_of_two_and_of_eight_play_the_same_episodes(sb):
+    """Row seeds come from each episode's own (job, turn), not from its place in a batch."""
+    env = starter_env("mastermind")
+    jobs = regret_jobs(env, run_seed=6, plays=4)
+
+    def script(c, t, rng):
+        return "\\boxed{" + " ".join(str(rng.randint(1, 6)) for _ in range(4)) + "}"
+
+    small = play(ScriptedPolicy(script, seeded=True), sb, jobs, PlayConfig(max_turns=3, batch_size=2), seed=5)
+    large = play(ScriptedPolicy(script, seeded=True), sb, jobs, PlayConfig(max_turns=3, batch_size=8), seed=5)
+    assert [tuple(t.text for t in e.turns) for e in small] == [tuple(t.text for t in e.turns) for e in large]
+    assert len({e.turns[0].text for e in small}) > 1

@@ -144,7 +144,9 @@ def env_credit(outcome: EnvOutcome, cfg: RewardConfig, lp: LearningPotential | N
     >>> env_credit(o, RewardConfig(), None).reward   # 0.6 * plateau(0.5) + 0.4 * clip(0.5 / 0.15)
     1.0
     """
-    tracker = (lp or LearningPotential(cfg.lp_gamma_fast, cfg.lp_gamma_slow)).update(outcome.win_rate)
+    tracker = lp or LearningPotential(cfg.lp_gamma_fast, cfg.lp_gamma_slow)
+    if outcome.plays:  # an outcome of no plays (every one failed) has no win rate to observe
+        tracker = tracker.update(outcome.win_rate)
     raw = designer_reward(
         cfg.variant, win_rate=outcome.win_rate, regret=outcome.regret, returns=outcome.returns,
         lp=tracker, step_timeout=outcome.step_timeout, timeout_reward=cfg.timeout_reward,
@@ -259,10 +261,11 @@ def credit_attempts(pending: Sequence[DesignAttempt], env_rewards: Mapping[str, 
 def reference_designer_scale(n_agent: int, n_designer: int, regen_interval: int,
                              cap: float = 50.0) -> float:
     """The reference's designer reward scale: ``min(n_agent / n_designer * regen, cap)``, 1 if a
-    count is 0.
+    count is 0. ``n_agent`` counts agent episodes (the reference trains each trajectory as one
+    sample), never turns or packed sequences.
 
     It makes the few designer samples weigh about as much as the many agent samples in a
-    token-summed loss (recipes: 192 / 24 * 4 = 32).
+    token-summed loss (recipes: 192 / 24 * 4 = 32, 192 = 24 environments x 8 plays).
 
     >>> reference_designer_scale(192, 24, 4)
     32.0

@@ -120,12 +120,15 @@ class Sample:
 
 @dataclass(frozen=True)
 class Assembly:
-    """Samples plus what was left out and why (reason -> count), and how many turns were packed
-    into an earlier turn's sequence (:func:`pack_turns`)."""
+    """Samples plus what was left out and why (reason -> count), how many turns were packed
+    into an earlier turn's sequence (:func:`pack_turns`), and how many episodes the samples come
+    from (``episodes``: what the reference's designer scale counts as its agent samples, one
+    trajectory each; independent of packing)."""
 
     samples: tuple[Sample, ...]
     dropped: dict[str, int] = field(default_factory=dict)
     packed_turns: int = 0
+    episodes: int = 0
 
 
 def trainable_reason(prompt_ids: Sequence[int], output_ids: Sequence[int],
@@ -182,8 +185,8 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
     ...     t = Turn((1, 2), (5, 6), (-0.1, -0.2), "", "", "", r, "stop", Sampling(0.7), True)
     ...     return Episode("e", "no_hint", i, i, (t,), (r,), True, False, "completed")
     >>> a = agent_assembly([ep(0, 1.0), ep(1, 0.0), ep(2, 0.0), ep(3, 1.0)])
-    >>> [round(s.advantage, 6) for s in a.samples]
-    [1.0, -1.0, -1.0, 1.0]
+    >>> [round(s.advantage, 6) for s in a.samples], a.episodes
+    ([1.0, -1.0, -1.0, 1.0], 4)
     """
     unknown = set(arms) - set(ARMS)
     if unknown:
@@ -198,7 +201,7 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
         else:
             groups.setdefault((e.env_id, e.arm), []).append(e)
     samples: list[Sample] = []
-    n_packed = 0
+    n_packed = n_episodes = 0
     for (env_id, arm), members in groups.items():
         returns = [episode_return(e.rewards, e.terminated) for e in members]
         if format_weight:
@@ -217,5 +220,6 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
                 ))
             packed = pack_turns(mine) if pack else mine
             n_packed += len(mine) - len(packed)
+            n_episodes += bool(mine)
             samples += packed
-    return Assembly(tuple(samples), dict(dropped), n_packed)
+    return Assembly(tuple(samples), dict(dropped), n_packed, n_episodes)
