@@ -75,14 +75,70 @@ def finish_gguf(writer: Any, tmp: Path, dst: Path) -> Path:
 
 WEIGHTS = ("f16", "bf16", "gguf")
 
+#: A child that loads a GGUF with logits for every token (what logprobs need) and decodes a
+#: few tokens; it dies by a signal where this machine's llama.cpp build cannot run the file's
+#: kernels.
+_PROBE = """
+import sys
+from llama_cpp import Llama
+llm = Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, logits_all=True, verbose=False)
+llm("Say hi.", max_tokens=3, logprobs=1, temperature=0.0)
+print("ok")
+"""
+
+
+def check_runs(gguf: Path, timeout: float = 300.0) -> Path:
+    """``gguf`` once a child process has decoded a few tokens from it with logprobs, else
+    PolicyError saying why and what to use instead. The answer is remembered beside the file
+    (per llama.cpp build), so the probe runs once.
+
+    Why: quantised kernels are compiled for the CPU they were built on (pip builds llama.cpp
+    with ``-march=native`` and caches the wheel), and on one machine serving the default
+    model's Q4_1 file killed the server on its first request (a general protection fault with
+    logprobs, an illegal instruction without), while the 16-bit copy answered both. A crash in
+    this process would take the run with it, so the quantised path is tried in a child first.
+    """
+    import hashlib
+    import subprocess
+    import sys
+
+    import llama_cpp
+
+    lib = Path(llama_cpp.__file__).parent / "lib"
+    build = hashlib.sha256(b"".join(p.read_bytes()[:1 << 16] + str(p.stat().st_size).encode()
+                                    for p in sorted(lib.glob("*.so")))).hexdigest()[:12]
+    stat = gguf.stat()
+    marker = gguf.with_name(f".{gguf.name}.runs-{stat.st_size}-{int(stat.st_mtime)}-{build}")
+    if marker.is_file():
+        return gguf
+    try:
+        out = subprocess.run([sys.executable, "-c", _PROBE, str(gguf)], capture_output=True,
+                             text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise PolicyError(f"llama.cpp did not decode 3 tokens from {gguf.name} within "
+                          f"{timeout:g} s; use weights='bf16' (the 16-bit copy)") from e
+    if out.returncode != 0 or "ok" not in out.stdout:
+        last = (out.stderr.strip().splitlines() or ["no message"])[-1][-300:]
+        how = (f"died by signal {-out.returncode}" if out.returncode < 0
+               else f"exited with {out.returncode} ({last})")
+        raise PolicyError(f"this machine's llama.cpp build cannot run {gguf.name}: a probe that "
+                          f"decoded a few tokens from it {how}. Use weights='bf16' or 'f16' (a "
+                          "16-bit copy, the default), or rebuild llama-cpp-python for this CPU "
+                          "(pip install --no-cache-dir --force-reinstall llama-cpp-python)")
+    marker.touch()
+    return gguf
+
 
 def weights_file(gguf: Path, weights: str) -> Path:
-    """The file to load for ``weights``: ``gguf`` itself, or its 16-bit copy (made on first
-    use; named after the source's size and mtime, so a re-pulled source gets a fresh copy)."""
+    """The file to load for ``weights``: ``gguf`` itself (once :func:`check_runs` has seen this
+    machine's llama.cpp decode from it), or its 16-bit copy (made on first use; named after the
+    source's size and mtime, so a re-pulled source gets a fresh copy)."""
     if weights not in WEIGHTS:
         raise ConfigError(f"weights must be one of {WEIGHTS}, got {weights!r}")
     if weights == "gguf":
-        return gguf
+        if not gguf.is_file():
+            raise PolicyError(f"no GGUF file at {gguf}")
+        return check_runs(gguf)
     if not gguf.is_file():
         raise PolicyError(f"no GGUF file at {gguf}")
     stat = gguf.stat()

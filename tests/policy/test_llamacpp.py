@@ -259,3 +259,23 @@ def test_the_16_bit_copy_keeps_every_key_and_tensor(default_model_dir, tmp_path)
     copy = next(t for t in b.tensors if t.name == "blk.0.attn_q.weight")
     exact = gguf.quants.dequantize(blk.data, blk.tensor_type)
     assert np.abs(copy.data.astype(np.float32) - exact).max() <= np.abs(exact).max() * 2**-10
+
+
+def test_the_quantised_file_is_loaded_only_once_a_child_has_decoded_from_it(default_model_dir, tmp_path):
+    """weights="gguf" samples from the quantised file itself, whose kernels crashed one
+    machine's build: a child process decodes from it first, the answer is remembered beside the
+    file, and a file llama.cpp cannot run is refused with what to use instead."""
+    import shutil
+
+    from spadework.errors import PolicyError
+    from spadework.policy.gguf_copy import check_runs, weights_file
+
+    quantised = tmp_path / "model.gguf"
+    shutil.copy(default_model_dir.parent / "smollm2-135m-instruct.gguf", quantised)
+    assert weights_file(quantised, "gguf") == quantised
+    assert [p.name.split("-")[0] for p in tmp_path.glob(".model.gguf.runs-*")] == [".model.gguf.runs"]
+    assert check_runs(quantised) == quantised  # remembered: no second probe
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + bytes(200))
+    with pytest.raises(PolicyError, match="cannot run broken.gguf.*weights='bf16'"):
+        check_runs(broken)

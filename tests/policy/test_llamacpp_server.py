@@ -40,7 +40,17 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama_server(default_model_dir):
-    gguf = next(default_model_dir.parent.glob("*.gguf"))
+    """The server on the BF16 copy of the default model's GGUF, the file spadework's own
+    llama.cpp backend samples from (``weights_file(..., "bf16")``, made if missing), named
+    explicitly: the cache folder also holds the pinned Q4_1 file, which a glob used to pick up
+    or not depending on the file system's order, and whose quantised kernels died on the first
+    request on one machine's build (a general protection fault with logprobs, an illegal
+    instruction without; ``spadework.policy.gguf_copy.check_runs`` guards the backend's own
+    path to such a file)."""
+    from spadework.policy.gguf_copy import weights_file
+    from spadework.policy.registry import DEFAULT_MODEL
+
+    gguf = weights_file(default_model_dir.parent / f"{DEFAULT_MODEL}.gguf", "bf16")
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
@@ -81,18 +91,32 @@ def test_chat_mode_gets_text_logprobs_and_ids(llama_server, hf_policy):
     assert all(lp <= 0 and math.isfinite(lp) for lp in c.logprobs)
 
 
-def test_sampled_chat_logprobs_are_close_to_the_learners(llama_server, hf_policy):
-    """At T = 0.7 the server's logprobs of its sampled tokens are those of llama.cpp on the Q4_1
-    file; against the learner's teacher-forced ones they differ by kernel noise only."""
+def test_the_servers_logprobs_are_before_temperature(llama_server, hf_policy):
+    """Sampled at T = 0.7, llama_cpp.server reports the logprobs of the model's softmax at T = 1
+    (before temperature), not spadework's convention (the softmax at the sampling temperature,
+    ``spadework.policy.base``); the client passes them on as they are, which is why only the
+    never-trained designer may be an endpoint. Measured here (BF16 copy of the default model,
+    "Name three colours.", seed 1): mean |server - learner at T=1| 0.012, |server - learner at
+    T=0.7| 0.39. The test holds the server within a quarter of the convention's own size of the
+    T=1 reference and beyond three quarters of it from the T=0.7 one, so it fails if either the
+    server's convention or the learner's scoring changes."""
     from spadework.policy.hf import teacher_forced_logprobs
 
     client = OpenAIPolicy(llama_server, "smollm2", tokenizer=hf_policy.tokenizer,
                           context_length=2048, retries=0, extra_body={"top_logprobs": 1})
-    (c,) = client.chat(["Name three colours."], SamplingParams(temperature=1.0, max_tokens=16,
+    (c,) = client.chat(["Name three colours."], SamplingParams(temperature=0.7, max_tokens=24,
                                                                 seed=1))
     assert len(c.logprobs) == len(c.output_ids) > 0
-    ref = teacher_forced_logprobs(hf_policy.model, c.prompt_ids, c.output_ids, 1.0)
-    assert sum(abs(a - b) for a, b in zip(ref, c.logprobs)) / len(ref) < 0.2
+
+    def gap(a, b):
+        return sum(abs(x - y) for x, y in zip(a, b)) / len(a)
+
+    at_one = teacher_forced_logprobs(hf_policy.model, c.prompt_ids, c.output_ids, 1.0)
+    at_sampling = teacher_forced_logprobs(hf_policy.model, c.prompt_ids, c.output_ids, 0.7)
+    convention = gap(at_one, at_sampling)  # what mistaking one convention for the other costs
+    assert convention > 0.1, "the sampled tokens must be uncertain enough to tell them apart"
+    assert gap(c.logprobs, at_one) < 0.25 * convention
+    assert gap(c.logprobs, at_sampling) > 0.75 * convention
 
 
 def test_token_id_prompts_are_refused_with_the_servers_reason(llama_server, hf_policy):
