@@ -42,19 +42,28 @@ from spadework.sandbox import Limits, Sandbox
 
 STEPS = 20
 GAME = "mastermind.py"
-ACTIONS = ["\\boxed{1 2 3 4}", "\\boxed{5 6 1 2}", "not a move", "\\boxed{9 9}"]
+ACTIONS = ["\\boxed{red blue green amber}", "\\boxed{1 2 3 4}", "not a move", "\\boxed{9 9}"]
 
 TRIVIAL = ("class E:\n    def __init__(self, max_turns=10): pass\n"
            "    def reset(self, seed=None): return 'o', {}\n"
            "    def step(self, a): return 'o', 0.0, False, False, {}\n")
 
 # A driver for the fresh-interpreter baseline: one JSON request per line, one reply per line.
+# The starter games subclass the games kit (``from gameenv import GameEnv``), which the sandbox's
+# zygote loads once; a fresh interpreter has to load it for every episode, as it would.
 DRIVER = r"""
 import json, sys
-ns = {"__name__": "env_module"}
+req = json.loads(sys.stdin.readline())
+kit = type(sys)("gameenv")
+kit.__path__, kit.__package__ = [], "gameenv"
+sys.modules["gameenv"] = kit
+for name, source in req["kit"]:
+    module = kit if name == "gameenv" else type(sys)(name)
+    module.__package__ = "gameenv"
+    sys.modules[name] = module
+    exec(compile(source, name, "exec"), module.__dict__)
 sys.modules["env_module"] = type(sys)("env_module")
 ns = sys.modules["env_module"].__dict__
-req = json.loads(sys.stdin.readline())
 exec(compile(req["code"], "<env>", "exec"), ns)
 env = ns[req["cls"]](max_turns=req["max_turns"])
 print(json.dumps("loaded"), flush=True)
@@ -63,6 +72,17 @@ for line in sys.stdin:
     out = env.reset(seed=arg) if op == "reset" else env.step(arg)
     print(json.dumps(out), flush=True)
 """
+
+
+def _kit_sources() -> list[list[str]]:
+    """[module name, source] of the games kit, submodules first (as the zygote loads it)."""
+    from pathlib import Path
+
+    import spadework.env.gameenv as kit
+
+    folder = Path(kit.__file__).parent
+    return [[f"gameenv.{m}", (folder / f"{m}.py").read_text()] for m in kit.MODULES] + [
+        ["gameenv", (folder / "__init__.py").read_text()]]
 
 
 def _actions() -> list[str]:
@@ -80,7 +100,8 @@ def fresh_python_episode(code: str, seed: int, flags: tuple[str, ...] = ()) -> N
     proc = subprocess.Popen([sys.executable, *flags, "-c", DRIVER], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, bufsize=1)
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps({"code": code, "cls": "MastermindEnv", "max_turns": STEPS + 5}) + "\n")
+    proc.stdin.write(json.dumps({"code": code, "cls": "MastermindEnv", "max_turns": STEPS + 5,
+                                 "kit": _kit_sources()}) + "\n")
     proc.stdout.readline()
     for op, arg in [("reset", seed)] + [("step", a) for a in _actions()]:
         proc.stdin.write(json.dumps([op, arg]) + "\n")
@@ -90,6 +111,9 @@ def fresh_python_episode(code: str, seed: int, flags: tuple[str, ...] = ()) -> N
 
 
 def in_process_episode(code: str, seed: int) -> None:
+    import spadework.env.gameenv
+
+    sys.modules.setdefault("gameenv", spadework.env.gameenv)
     module = types.ModuleType("env_module")
     sys.modules["env_module"] = module
     exec(compile(code, "<env>", "exec"), module.__dict__)  # noqa: S102 - the unsafe baseline
@@ -102,6 +126,9 @@ def in_process_episode(code: str, seed: int) -> None:
 
 def in_process_step_us(code: str) -> float:
     """Median in-process step of the game (what the game itself costs, no transport)."""
+    import spadework.env.gameenv
+
+    sys.modules.setdefault("gameenv", spadework.env.gameenv)
     module = types.ModuleType("env_module")
     sys.modules["env_module"] = module
     exec(compile(code, "<env>", "exec"), module.__dict__)  # noqa: S102 - the unsafe baseline

@@ -129,24 +129,25 @@ LOCK = (ROOT / "tests" / "fixtures" / "envs" / "good" / "combination_lock.py").r
 
 
 def test_designs_and_starters_are_checked_under_the_play_turn_limit(tmp_path, cfg):
-    """The smoke preset plays 3 turns. A design whose solution needs 5 moves (valid at the
-    checker's old default of 20) is rejected at solvable, and the sliding puzzle starter, which
-    needs 4, is never played; every report records the limit it was checked with."""
+    """Played with one turn, a design whose solution needs 5 moves (valid at the checker's
+    default of 20) is rejected at solvable, and the coin balance starter, which needs a weighing
+    before its answer even at level 1, is never played; every report records the limit it was
+    checked with."""
     def script(conv, turn):
         if conv.messages[0]["role"] == "system" and "design" in conv.messages[0]["content"]:
             return f"```python\n{LOCK}\n```"
         return designing_script(conv, turn)
 
-    wide = override(cfg, {"iterations": 1, "curriculum": {"pool_size": 30}})
+    wide = override(cfg, {"iterations": 1, "play": {"max_turns": 1}, "curriculum": {"pool_size": 30}})
     run(wide, tmp_path, policy=ScriptedPolicy(script))
     with Archive.open(archive_path(tmp_path)) as a:
         attempts = a.attempts()
         assert [x.outcome for x in attempts] == ["solvable", "solvable"]
         lock = a.get_env(attempts[0].env_id)
-        assert lock.report.max_turns == 3 and "max_turns=3" in lock.reason
+        assert lock.report.max_turns == 1 and "max_turns=1" in lock.reason
         envs = {r.name: r for r in a.list_envs() if r.origin == "starter"}
-        assert {r.report.max_turns for r in envs.values()} == {3}
-        puzzle = envs["sliding_puzzle"]
+        assert {r.report.max_turns for r in envs.values()} == {1}
+        puzzle = envs["coin_balance"]
         assert (puzzle.status, puzzle.failed_stage) == ("rejected", "solvable")
         played = {e.env_id for e in a.episodes()}
         games = {r.env_id for r in envs.values() if r.setting == "games" and r.status == "accepted"

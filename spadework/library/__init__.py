@@ -148,9 +148,9 @@ def checked_starters(sandbox: Any, config: Any, setting: str | None = None) -> l
     """Every starter environment (of ``setting``) as an archive record, checked in ``sandbox``
     under ``config`` (a :class:`spadework.env.checker.CheckConfig`): accepted when it passes,
     rejected with its failing stage when not. Runs check them under the turn limit they play
-    with: the starters scale their instances with ``max_turns`` but some cannot be won in very
-    few turns (a sliding puzzle needs 4 moves), and those must not be played there. About 3 s
-    for the whole library."""
+    with: the starters scale their instances and levels with ``max_turns``, but some cannot be
+    won in very few turns (mastermind needs 3 guesses even at level 1), and those must not be
+    played there. About 9 s for the whole library at 4 turns, every level of every game."""
     from spadework.archive.records import EnvRecord
     from spadework.env.checker import check
 

@@ -1,162 +1,194 @@
 """The cipher machine: infer a hidden word transformation from examples and experiments.
 
-A machine turns lowercase words into code words by a hidden composition of two simple steps
-(shift every letter along the alphabet, reverse the word, rotate it, swap neighbouring letters,
-mirror the alphabet a<->z). Two example pairs are shown. You may feed the machine words of your own
-choice to test a theory (not the challenge word itself), then must give the code of the challenge
-word. One answer only.
+A machine turns lowercase words into code words by a hidden rule made of simple steps (shift
+every letter along the alphabet, reverse the word, move its first letters to the end, swap
+neighbouring letters, mirror the alphabet a<->z). The task names the steps the rule may use and
+shows some example pairs; you may feed the machine words of your own choice to test a theory
+(not the challenge word itself), then must give the code of the challenge word. One answer only.
+Every encoding seen so far is shown each turn.
+
+Levels (a bigger instance of the same rules at each):
+
+1. a 3-letter word; the rule shifts every letter 1 to 3 places; no examples: probe once, answer;
+2. a 4- or 5-letter word; the rule is one step of any kind; one example pair;
+3. a 6- or 7-letter word; the rule is two steps of different kinds; two example pairs (the
+   former starter).
+
+One well-chosen probe as long as the challenge word always settles the rule, so a level needs two
+turns whatever ``max_turns`` is (at least 2).
 
 Actions: ``\\boxed{encode WORD}`` runs the machine on WORD (3 to 12 letters);
 ``\\boxed{answer CODE}`` answers. Reward 1.0 for the right code, 0.0 (terminated) for a wrong
-one; truncated after max_turns replies. ``reset(seed=None)`` plays seed 0.
+one; truncated after max_turns replies. ``solution()`` plays as an agent could: it keeps the
+rules that agree with every encoding seen, probes with the word that best tells the remaining
+ones apart, and answers once they all agree on the challenge word.
 """
 
-import random
 import re
+from gameenv import GameEnv
 
 ENV_CLASS = "CipherMachineEnv"
 SETTING = "games"
 SKILL = "pattern recognition"
 
-WORDS = ("planet", "garden", "bridge", "silver", "rocket", "window", "marble", "forest", "castle",
-         "button", "dragon", "pencil", "meadow", "anchor", "lantern", "harvest", "compass", "thunder",
-         "journey", "crystal", "blanket", "orchard", "whistle", "kitchen")
+WORDS = {
+    1: ("cat", "dog", "sun", "hat", "map", "pen", "cup", "box", "fox", "jam", "kit", "log", "net",
+        "owl", "pig", "rug", "toy", "van", "web", "zip", "bus", "egg", "ink", "oak"),
+    2: ("frog", "lamp", "bird", "cake", "ship", "moon", "tree", "milk", "rope", "star", "wolf",
+        "desk", "bread", "chair", "river", "stone", "plant", "cloud", "horse", "apple", "tiger",
+        "ocean", "grape", "sheep"),
+    3: ("planet", "garden", "bridge", "silver", "rocket", "window", "marble", "forest", "castle",
+        "button", "dragon", "pencil", "meadow", "anchor", "lantern", "harvest", "compass",
+        "thunder", "journey", "crystal", "blanket", "orchard", "whistle", "kitchen"),
+}
+# level -> (steps in the rule, examples shown)
+SIZES = {1: (1, 0), 2: (1, 1), 3: (2, 2)}
+KINDS = ("shift", "reverse", "rotate", "swap", "mirror")
+SAY = {
+    "shift": "every letter moves forward the same number of places along the alphabet (z wraps "
+             "around to a)",
+    "reverse": "the word is reversed",
+    "rotate": "its first 1 to 3 letters move to the end",
+    "swap": "neighbouring letters swap in pairs (1st with 2nd, 3rd with 4th, ...)",
+    "mirror": "the alphabet is mirrored (a becomes z, b becomes y, ...)",
+}
+PROBES = ("abcdefghijkl", "bdhmqwaeryuz", "qwertyuiopas", "zmxnbcvlkajh", "pxgtwlbqenmr",
+          "hkuvrmdoyfzs")
 
 
-def _boxed(text):
-    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
-    if not isinstance(text, str):
-        return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
-
-
-def _shift(word, k):
-    return "".join(chr((ord(c) - 97 + k) % 26 + 97) for c in word)
-
-
-def _rotate(word, k):
-    k %= len(word)
-    return word[k:] + word[:k]
-
-
-def _swap_pairs(word):
-    chars = list(word)
-    for i in range(0, len(chars) - 1, 2):
-        chars[i], chars[i + 1] = chars[i + 1], chars[i]
-    return "".join(chars)
-
-
-def _mirror(word):
+def apply_step(step, word):
+    kind, k = step
+    if kind == "shift":
+        return "".join(chr((ord(c) - 97 + k) % 26 + 97) for c in word)
+    if kind == "reverse":
+        return word[::-1]
+    if kind == "rotate":
+        k %= len(word)
+        return word[k:] + word[:k]
+    if kind == "swap":
+        chars = list(word)
+        for i in range(0, len(chars) - 1, 2):
+            chars[i], chars[i + 1] = chars[i + 1], chars[i]
+        return "".join(chars)
     return "".join(chr(219 - ord(c)) for c in word)
 
 
-def make_step(rng):
-    """One random primitive as (name, function of a word, description for the hint)."""
-    kind = rng.randrange(5)
-    if kind == 0:
-        k = rng.randint(1, 25)
-        return f"shift{k}", lambda w: _shift(w, k), f"every letter moves {k} places along the alphabet"
-    if kind == 1:
-        return "reverse", lambda w: w[::-1], "the word is reversed"
-    if kind == 2:
-        k = rng.randint(1, 3)
-        return f"rotate{k}", lambda w: _rotate(w, k), f"the first {k} letter(s) move to the end"
-    if kind == 3:
-        return "swap", _swap_pairs, "neighbouring letters swap in pairs"
-    return "mirror", _mirror, "the alphabet is mirrored (a<->z, b<->y, ...)"
+def encode(rule, word):
+    for step in rule:
+        word = apply_step(step, word)
+    return word
 
 
-class CipherMachineEnv:
+def rules(level):
+    """Every rule a level may draw: tuples of (kind, amount) steps."""
+    if level == 1:
+        return [(("shift", k),) for k in (1, 2, 3)]
+    steps = ([("shift", k) for k in range(1, 26)] + [("reverse", 0)]
+             + [("rotate", k) for k in (1, 2, 3)] + [("swap", 0), ("mirror", 0)])
+    if level == 2:
+        return [(s,) for s in steps]
+    return [(a, b) for a in steps for b in steps if a[0] != b[0]]
+
+
+class CipherMachineEnv(GameEnv):
     """Composed word cipher; examples, chosen-plaintext queries, one answer."""
 
-    def __init__(self, max_turns=6, **kwargs):
-        self.max_turns = int(max_turns)
-        self.reset()
+    LEVELS = 3
 
-    def reset(self, seed=None):
-        rng = random.Random(0 if seed is None else seed)
+    def setup(self, rng):
+        n_steps, n_examples = SIZES[self.level]
+        options = rules(self.level)
         while True:
-            steps = [make_step(rng), make_step(rng)]
-            words = rng.sample(WORDS, 3)
-            code = [self._apply(steps, w) for w in words]
-            kinds = {name.rstrip("0123456789") for name, _, _ in steps}
-            if len(kinds) == 2 and all(c != w for c, w in zip(code, words)):
+            rule = rng.choice(options)
+            words = rng.sample(WORDS[self.level], n_examples + 1)
+            if all(encode(rule, w) != w for w in words):
                 break
-        self.steps = steps
-        self.examples = list(zip(words[:2], code[:2]))
-        self.challenge, self.answer = words[2], code[2]
+        self.rule = rule
+        self.examples = [(w, encode(rule, w)) for w in words[:-1]]
+        self.challenge, self.answer = words[-1], encode(rule, words[-1])
         self.queries = []
-        self.turn = 0
-        self.done = False
-        self.truncated = False
-        return self._render("The machine hums."), {"challenge": self.challenge}
 
-    @staticmethod
-    def _apply(steps, word):
-        for _, fn, _ in steps:
-            word = fn(word)
-        return word
+    # -- what the agent sees ----------------------------------------------------------------------
 
-    def _render(self, lead):
+    def task(self):
+        if self.level == 1:
+            how = ("The machine encodes a word by a hidden rule: every letter moves forward the "
+                   "same number of places along the alphabet, 1 to 3 places (z wraps around to a).")
+        else:
+            steps = "; ".join(SAY[k] for k in KINDS)
+            how = (f"The machine encodes a word by a hidden rule: "
+                   + ("one step" if len(self.rule) == 1 else
+                      f"{len(self.rule)} steps of different kinds, one after the other")
+                   + f", each one of these: {steps}.")
         seen = self.examples + self.queries
-        pairs = "\n".join(f"  {w} -> {c}" for w, c in seen)
-        return (
-            f"{lead}\nThe machine encodes words by a fixed hidden rule. Known encodings:\n{pairs}\n"
-            f"Challenge: what does the machine output for '{self.challenge}'?\n"
-            "Actions: \\boxed{encode WORD} runs the machine on a word of 3 to 12 lowercase letters "
-            "(not the challenge word); \\boxed{answer CODE} gives your final answer (one answer "
-            "only; a wrong answer loses).\n"
-            f"Turns left: {self.max_turns - self.turn}."
-        )
+        lines = [how]
+        if seen:
+            lines.append("Encodings seen so far:")
+            lines += [f"  {w} -> {c}" for w, c in seen]
+        else:
+            lines.append("No encodings seen yet.")
+        lines += [
+            f"Challenge: what does the machine output for '{self.challenge}'?",
+            "To test the machine, write encode and a word of 3 to 12 lowercase letters (not the "
+            f"challenge word), for example {self.example()}. To answer, write answer and the code "
+            f"word for '{self.challenge}'. You may answer only once: a wrong answer loses.",
+        ]
+        return "\n".join(lines)
 
-    def _finish(self, obs, reward, terminated, truncated):
-        self.done = terminated or truncated
-        self.truncated = truncated
-        return obs, float(reward), bool(terminated), bool(truncated), {"turn": self.turn}
+    def example(self):
+        return "encode " + self._probes()[0]
 
-    def step(self, action):
-        if self.done:
-            return self._finish("The game is over; call reset() to play again.", 0.0,
-                                not self.truncated, self.truncated)
-        self.turn += 1
-        out_of_turns = self.turn >= self.max_turns
-        move = (_boxed(action) or "").strip()
+    def _probes(self):
+        n = len(self.challenge)
+        return [p[:n] for p in PROBES if p[:n] != self.challenge]
+
+    def judge(self, move):
+        move = move.strip()
         answer = re.fullmatch(r"answer\s*:?\s*([A-Za-z]+)", move, re.IGNORECASE)
-        encode = re.fullmatch(r"encode\s*:?\s*([A-Za-z]+)", move, re.IGNORECASE)
+        probe = re.fullmatch(r"encode\s*:?\s*([A-Za-z]+)", move, re.IGNORECASE)
+        forms = f"Write encode and a word, such as {self.example()}, or answer and a code word."
         if answer:
             if answer.group(1).lower() == self.answer:
-                return self._finish(f"Correct: '{self.challenge}' encodes to '{self.answer}'. You win!",
-                                    1.0, True, False)
-            return self._finish(f"Wrong: that is not the code of '{self.challenge}'. You lose.",
-                                0.0, True, False)
-        if not encode:
-            lead = "I could not read that. Use \\boxed{encode WORD} or \\boxed{answer CODE}."
-        else:
-            word = encode.group(1).lower()
-            if not 3 <= len(word) <= 12:
-                lead = "Words fed to the machine must have 3 to 12 letters."
-            elif word == self.challenge:
-                lead = "The machine refuses to encode the challenge word itself."
-            else:
-                self.queries.append((word, self._apply(self.steps, word)))
-                lead = f"The machine outputs '{self.queries[-1][1]}'."
-        return self._finish(self._render(lead), 0.0, False, out_of_turns)
-
-    def solution(self):
-        """The code of the challenge word (computed by running the hidden rule)."""
-        return f"\\boxed{{answer {self.answer}}}"
+                return self.WIN, f"Correct: '{self.challenge}' encodes to '{self.answer}'."
+            return self.LOSE, f"Wrong: that is not the code of '{self.challenge}'."
+        if not probe:
+            return self.INVALID, f"That is not a move. {forms}"
+        word = probe.group(1).lower()
+        if not 3 <= len(word) <= 12:
+            return self.INVALID, f"Words fed to the machine must have 3 to 12 letters. {forms}"
+        if word == self.challenge:
+            return self.INVALID, f"The machine refuses to encode the challenge word itself. {forms}"
+        self.queries.append((word, encode(self.rule, word)))
+        return self.CONTINUE, f"The machine outputs '{self.queries[-1][1]}'."
 
     def hint(self):
-        return (f"One of the two steps: {self.steps[0][2]}. Feed the machine a word like "
-                "'abcdef' to see where each position and letter goes.")
+        kind = self.rule[0][0]
+        return (f"One step of the rule: {SAY[kind].split(' (')[0]}. Feed the machine a word as "
+                "long as the challenge word, such as the example, to see where each position and "
+                "letter goes.")
+
+    def info(self):
+        return {"turn": self.turn, "level": self.level, "steps": len(self.rule),
+                "probes": len(self.queries)}
+
+    # -- the solution: probes chosen from the encodings seen so far -------------------------------
+
+    def solution(self):
+        seen, moves = self.examples + self.queries, []
+        left = [r for r in rules(self.level) if all(encode(r, w) == c for w, c in seen)]
+        while True:
+            outputs = {encode(r, self.challenge) for r in left}
+            if len(outputs) == 1:
+                moves.append(self.box(f"answer {outputs.pop()}"))
+                return moves
+            probe = min(self._probes(), key=lambda p: self._worst(left, p))
+            moves.append(self.box(f"encode {probe}"))
+            out = encode(self.rule, probe)  # what the machine would output
+            left = [r for r in left if encode(r, probe) == out]
+
+    def _worst(self, left, probe):
+        """The most challenge codes still possible after probing, over the probe's outputs."""
+        groups = {}
+        for r in left:
+            groups.setdefault(encode(r, probe), set()).add(encode(r, self.challenge))
+        return max(len(g) for g in groups.values())

@@ -1,43 +1,39 @@
 """Number builder: combine numbers with arithmetic to reach a target.
 
-Six numbers and a target are dealt. Each turn you combine two of your numbers with +, -, * or /;
-they are replaced by the result, which must be a positive whole number. You win as soon as the
-target is among your numbers. Every deal is built from a hidden chain of three or four
-operations, and deals that can be finished in one or two operations are redrawn, so the route
-has to be planned. ``undo`` takes back the last operation (it costs a turn).
+Numbers and a target are dealt. Each turn you combine two of your numbers with +, -, * or /;
+both are replaced by the result, which must be a positive whole number. You win as soon as the
+target is among your numbers. ``undo`` takes back the last operation (it costs a turn).
 
-Actions: ``\\boxed{a op b}`` (for instance two of your numbers joined by ``*``) and
-``\\boxed{undo}``. Reward 1.0 when the target appears; truncated after max_turns replies.
-``reset(seed=None)`` plays seed 0.
+Levels (the same rules, a longer route each time; never longer than max_turns allows):
+
+1. three numbers from 1 to 9, and the target is the sum or the product of two of them: one
+   operation;
+2. four numbers (three small, one large); the target needs two operations, no single one
+   reaches it;
+3. six numbers (four small, two large); the target needs three operations and no one or two
+   reach it, so the route has to be planned (the original game).
+
+Every deal is built from a hidden chain of operations; ``solution()`` does not replay it but
+searches for a shortest route from the numbers shown (taking back earlier operations first when
+the numbers left cannot reach the target in the moves left), as an agent could.
+
+Actions: ``\\boxed{a op b}`` with two of your numbers and one of + - * / (``x`` counts as ``*``;
+a trailing ``= c`` is ignored), for instance ``\\boxed{3 + 4}``, and ``\\boxed{undo}``. Reward 1.0
+when the target appears; truncated after max_turns replies. ``reset(seed=None)`` plays seed 0.
 """
 
-import random
 import re
+
+from gameenv import GameEnv
 
 ENV_CLASS = "CountdownEnv"
 SETTING = "games"
 SKILL = "mathematical reasoning"
 
-_OPS = {"+": "+", "-": "-", "*": "*", "x": "*", "×": "*", "/": "/", "÷": "/"}
-_MOVE = re.compile(r"^(\d+)\s*([-+*/x×÷])\s*(\d+)$")
-
-
-def _boxed(text):
-    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
-    if not isinstance(text, str):
-        return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
+_OPS = {"+": "+", "-": "-", "*": "*", "x": "*", "×": "*", "/": "/", "÷": "/", ":": "/"}
+_MOVE = re.compile(r"^(\d+)\s*([-+*/x×÷:])\s*(\d+)(?:\s*=\s*-?\d*)?$")
+#: Operations needed at each level (fewer when max_turns is smaller).
+STEPS = {1: 1, 2: 2, 3: 3}
 
 
 def apply(a, op, b):
@@ -59,46 +55,97 @@ def combine(pool, i, j, op):
     return sorted([x for k, x in enumerate(pool) if k not in (i, j)] + [result])
 
 
-def within_two(pool):
-    """Every number on the table after at most two operations from pool.
-
-    A second operation that ignores the first result only yields a one-operation value, so it
-    suffices to combine each first result with each number left over (both orders).
-    """
-    seen = set(pool)
-    for i in range(len(pool)):
-        for j in range(len(pool)):
-            if i == j:
-                continue
-            rest = [x for k, x in enumerate(pool) if k not in (i, j)]
-            for op in "+-*/":
-                first = apply(pool[i], op, pool[j])
-                if first is None:
+def operations(pool):
+    """(a, op, b, pool after) for the useful operations on a sorted pool, in a fixed order:
+    each pair once, the larger number first for - and /, no * or / by 1 (that only drops a 1)."""
+    n = len(pool)
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = pool[i], pool[j]
+            rest = pool[:i] + pool[i + 1:j] + pool[j + 1:]
+            for x, op, y in ((b, "+", a), (b, "*", a), (b, "-", a), (b, "/", a)):
+                if op in "*/" and a == 1:
                     continue
-                seen.add(first)
-                for x in rest:
-                    for op2 in "+-*/":
-                        for value in (apply(first, op2, x), apply(x, op2, first)):
-                            if value is not None:
-                                seen.add(value)
+                value = apply(x, op, y)
+                if value is not None:
+                    yield x, op, y, tuple(sorted(rest + (value,)))
+
+
+def one_step(pool, target):
+    """An operation (a, op, b) on pool whose result is target, else None."""
+    n = len(pool)
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = pool[i], pool[j]
+            if a + b == target:
+                return b, "+", a
+            if a > 1 and a * b == target:
+                return b, "*", a
+            if b - a == target:
+                return b, "-", a
+            if a > 1 and b == a * target:
+                return b, "/", a
+    return None
+
+
+def route(pool, target, depth):
+    """A shortest list of operations that puts target among the numbers, within depth
+    operations (deterministic: the same numbers always give the same route); None if none."""
+    pool = tuple(sorted(pool))
+    if target in pool:
+        return []
+    failed = set()
+
+    def search(state, d):
+        if d == 1:
+            move = one_step(state, target)
+            return None if move is None else [move]
+        if (state, d) in failed:
+            return None
+        for a, op, b, after in operations(state):
+            rest = search(after, d - 1)
+            if rest is not None:
+                return [(a, op, b)] + rest
+        failed.add((state, d))
+        return None
+
+    for d in range(1, depth + 1):
+        found = search(pool, d)
+        if found is not None:
+            return found
+    return None
+
+
+def reachable(pool, depth):
+    """Every number on the table after at most depth (0, 1 or 2) operations from pool."""
+    seen = set(pool)
+    if depth >= 1:
+        for _, _, _, after in operations(tuple(sorted(pool))):
+            seen.update(after)
+            if depth >= 2:
+                for _, _, _, later in operations(after):
+                    seen.update(later)
     return seen
 
 
-class CountdownEnv:
+class CountdownEnv(GameEnv):
     """Reach a target by combining numbers two at a time."""
 
-    def __init__(self, max_turns=10, **kwargs):
-        self.max_turns = int(max_turns)
-        self.reset()
+    LEVELS = 3
 
-    def reset(self, seed=None):
-        rng = random.Random(0 if seed is None else seed)
+    def setup(self, rng):
+        self.steps = max(1, min(STEPS[self.level], self.max_turns))
         while True:
-            pool = sorted(rng.sample(range(1, 11), 4) + rng.sample([12, 15, 20, 25, 50, 75, 100], 2))
-            chain, work = [], list(pool)
-            for _ in range(rng.randint(3, 4 if self.max_turns >= 4 else 3)):
+            if self.level == 1:
+                pool = sorted(rng.sample(range(1, 10), 3))
+            elif self.level == 2:
+                pool = sorted(rng.sample(range(1, 11), 3) + [rng.choice([12, 15, 20, 25])])
+            else:
+                pool = sorted(rng.sample(range(1, 11), 4) + rng.sample([12, 15, 20, 25, 50, 75, 100], 2))
+            chain, work, result = [], list(pool), None
+            for _ in range(self.steps):
                 i, j = rng.sample(range(len(work)), 2)
-                op = rng.choice("+-*/")
+                op = rng.choice("+*" if self.level == 1 else "+-*/")
                 a, b = work[i], work[j]
                 new = combine(work, i, j, op)
                 if new is None or (op in "*/" and 1 in (a, b)):
@@ -106,73 +153,75 @@ class CountdownEnv:
                 chain.append((a, op, b))
                 work, result = new, apply(a, op, b)
             else:
-                if 30 <= result <= 999 and result not in within_two(pool):
+                low = {1: 2, 2: 10, 3: 30}[self.level]
+                if low <= result <= 999 and result not in reachable(pool, self.steps - 1):
                     break
         self.start, self.chain, self.target = pool, chain, result
         self.pool, self.history = list(pool), []
-        self.turn = 0
-        self.done = False
-        self.truncated = False
-        return self._render("A new deal."), {"numbers": list(pool), "target": result}
 
-    def _render(self, lead):
-        return (
-            f"{lead}\nYour numbers: {' '.join(map(str, self.pool))}\nTarget: {self.target}\n"
-            "Combine two of your numbers with + - * or /; both are replaced by the result, which "
-            "must be a positive whole number. Win when the target is among your numbers.\n"
-            "Reply with \\boxed{a op b} using two of your numbers, or \\boxed{undo} to take back "
-            "the last operation.\n"
-            f"Turns left: {self.max_turns - self.turn}."
-        )
+    def info(self):
+        return {"turn": self.turn, "level": self.level, "numbers": list(self.pool),
+                "target": self.target}
 
-    def _finish(self, obs, reward, terminated, truncated):
-        self.done = terminated or truncated
-        self.truncated = truncated
-        return obs, float(reward), bool(terminated), bool(truncated), {"turn": self.turn,
-                                                                     "numbers": list(self.pool)}
+    def task(self):
+        return (f"Your numbers: {', '.join(map(str, self.pool))}\n"
+                f"Target: {self.target}\n"
+                "Rules: pick two of your numbers and add, subtract, multiply or divide them. Both "
+                "are replaced by the result, which must be a positive whole number. You win as soon "
+                "as the target is one of your numbers.\n"
+                "Write a move as two of your numbers with +, -, * or / between them, or write undo "
+                "to take back your last operation.")
 
-    def _operate(self, move):
-        """(lead text, won) after applying one parsed operation."""
-        a, op, b = int(move.group(1)), _OPS[move.group(2)], int(move.group(3))
-        i = self.pool.index(a) if a in self.pool else None
+    def example(self):
+        for i in range(len(self.pool)):
+            for j in range(i + 1, len(self.pool)):
+                a, b = self.pool[j], self.pool[i]
+                for op in "+*-":
+                    value = apply(a, op, b)
+                    if value is not None and value != self.target:
+                        return f"{a} {op} {b}"
+        return "undo"
+
+    def judge(self, move):
+        text = move.lower().replace("\\times", "*").replace("\\div", "/").replace("\\cdot", "*")
+        text = " ".join(text.split())
+        if text == "undo":
+            if not self.history:
+                return self.INVALID, "There is nothing to undo yet."
+            self.pool = self.history.pop()
+            return self.CONTINUE, "Your last operation was taken back."
+        found = _MOVE.match(text)
+        if found is None:
+            return self.INVALID, ("That is not a move: write two of your numbers with +, -, * or / "
+                                  "between them.")
+        a, op, b = int(found.group(1)), _OPS[found.group(2)], int(found.group(3))
+        if a not in self.pool:
+            return self.INVALID, f"{a} is not one of your numbers."
+        i = self.pool.index(a)
         j = next((k for k, x in enumerate(self.pool) if x == b and k != i), None)
-        if i is None or j is None:
-            return f"You do not have both {a} and {b} among your numbers.", False
+        if j is None:
+            extra = " (you have only one)" if b == a else ""
+            return self.INVALID, f"{b} is not one of your numbers{extra}."
         new = combine(self.pool, i, j, op)
         if new is None:
-            return f"{a} {op} {b} is not a positive whole number.", False
+            return self.INVALID, f"{a} {op} {b} is not a positive whole number."
         self.history.append(self.pool)
         self.pool = new
-        return f"{a} {op} {b} = {apply(a, op, b)}.", apply(a, op, b) == self.target
-
-    def step(self, action):
-        if self.done:
-            return self._finish("The game is over; call reset() to play again.", 0.0,
-                                not self.truncated, self.truncated)
-        self.turn += 1
-        out_of_turns = self.turn >= self.max_turns
-        text = (_boxed(action) or "").lower()
-        move = _MOVE.match(text)
-        if text == "undo":
-            if self.history:
-                self.pool = self.history.pop()
-                lead = "The last operation was taken back."
-            else:
-                lead = "There is nothing to undo."
-        elif move is None:
-            lead = "I could not read an operation. Use \\boxed{a + b}, \\boxed{a * b} and so on."
-        else:
-            lead, won = self._operate(move)
-            if won:
-                return self._finish(f"{lead} That is the target. You win!", 1.0, True, False)
-        return self._finish(self._render(lead), 0.0, False, out_of_turns)
+        value = apply(a, op, b)
+        if self.target in self.pool:
+            return self.WIN, f"{a} {op} {b} = {value}, the target."
+        return self.CONTINUE, f"{a} {op} {b} = {value}. The target is still {self.target}."
 
     def solution(self):
-        """Undo any operations made so far, then replay the hidden chain that built the target."""
-        undo = ["\\boxed{undo}"] * len(self.history)
-        return undo + [f"\\boxed{{{a} {op} {b}}}" for a, op, b in self.chain]
+        """A shortest route from the numbers on the table; when they cannot reach the target in
+        the moves left, undo every operation and take a shortest route from the deal."""
+        left = max(1, self.max_turns - self.turn)
+        path = route(self.pool, self.target, min(self.steps, left))
+        if not path:
+            path = ["undo"] * len(self.history) + route(self.start, self.target, self.steps)
+        return [self.box(m if isinstance(m, str) else f"{m[0]} {m[1]} {m[2]}") for m in path]
 
     def hint(self):
-        a, op, b = self.chain[0]
-        return (f"The target can be reached in {len(self.chain)} operations; the first combines {a} and "
-                f"{b}. Work backwards from the target towards numbers you can build.")
+        return (f"The target {self.target} can be reached from the dealt numbers in "
+                f"{self.steps} operation(s). Work backwards: which two numbers give the target, "
+                "and can you build them?")

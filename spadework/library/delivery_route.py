@@ -1,131 +1,137 @@
-"""Delivery route: find the shortest round trip through seven stops.
+"""Delivery route: find the shortest route from the depot through every stop.
 
-A courier leaves the depot, must visit seven stops once each, and return. Stops sit on a city
-grid, and travel is measured in blocks (Manhattan distance). You propose a visiting order; the
-reply gives its length and how much longer it is than the shortest possible tour. Deals where
-the stops' numbering (or its reverse) is already optimal are redrawn.
+A courier leaves the depot and must visit every stop once; the day ends at the last stop (there
+is no way back to count). Stops sit on a city grid, travel is measured in blocks (Manhattan
+distance), and the task lists the blocks between every two places. You propose a visiting order;
+the reply gives its length and how much longer it is than the shortest possible route.
 
-Action: ``\\boxed{a b c d e f g}``, the seven stop numbers in visiting order (each once). Reward
-1.0 for a shortest tour (either direction); truncated after max_turns replies.
-``reset(seed=None)`` plays seed 0.
+Levels (the same rules; more stops on a bigger map as the level rises):
+
+- 1: 2 stops on a 6x6 map: visit the one nearer the depot first (exactly one order wins);
+- 2: 3 stops on an 8x8 map;
+- 3: 5 stops on a 10x10 map;
+- 4: 7 stops on a 10x10 map (5040 orders).
+
+From level 2 on, deals where the stops' own numbering is a shortest route are redrawn, so the
+order 1 2 3 ... (the example move) never wins.
+
+Action: ``\\boxed{a b c}``, every stop number once in visiting order, separated by spaces, e.g.
+``\\boxed{1 2 3}``. Reward 1.0 for a shortest route; truncated after max_turns replies. One
+move wins at every level, so the instance does not depend on max_turns. ``reset(seed=None)``
+plays seed 0.
 """
 
 import itertools
-import random
 import re
+
+from gameenv import GameEnv
 
 ENV_CLASS = "DeliveryRouteEnv"
 SETTING = "games"
 SKILL = "optimization"
 
-N_STOPS = 7
-GRID = 10
+#: Per level: (stops, side of the square map).
+LEVEL_SHAPES = {1: (2, 6), 2: (3, 8), 3: (5, 10), 4: (7, 10)}
 
 
-def _boxed(text):
-    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
-    if not isinstance(text, str):
-        return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
+def blocks(a, b):
+    return abs(a[0] - b[0]) + abs(a[1] - b[1])
 
 
-def tour_length(points, order):
-    """Blocks travelled from the depot (points[0]) through points[order...] and back."""
-    route = [0] + list(order) + [0]
-    return sum(abs(points[a][0] - points[b][0]) + abs(points[a][1] - points[b][1])
-               for a, b in zip(route, route[1:]))
+def _blocks_text(k):
+    return f"{k} block" if k == 1 else f"{k} blocks"
 
 
-def shortest_tour(points):
-    """(length, order) of a shortest tour, by trying every order of the stops."""
-    best = None
+def route_length(points, order):
+    """Blocks travelled from the depot (points[0]) through points[order...], ending there."""
+    route = [0] + list(order)
+    return sum(blocks(points[a], points[b]) for a, b in zip(route, route[1:]))
+
+
+def shortest_routes(points):
+    """(length, every order of that length), by trying every order of the stops."""
+    best, orders = None, []
     for order in itertools.permutations(range(1, len(points))):
-        if order[0] > order[-1]:
-            continue  # a tour and its reverse have the same length
-        length = tour_length(points, order)
-        if best is None or length < best[0]:
-            best = (length, order)
-    return best
+        length = route_length(points, order)
+        if best is None or length < best:
+            best, orders = length, [order]
+        elif length == best:
+            orders.append(order)
+    return best, orders
 
 
-class DeliveryRouteEnv:
-    """Seven-stop travelling-salesman tour on a grid, with the gap to the optimum as feedback."""
+class DeliveryRouteEnv(GameEnv):
+    """Shortest open route from a depot through every stop on a grid, with the gap to the
+    optimum as feedback."""
 
-    def __init__(self, max_turns=6, **kwargs):
-        self.max_turns = int(max_turns)
-        self.reset()
+    LEVELS = 4
 
-    def reset(self, seed=None):
-        rng = random.Random(0 if seed is None else seed)
-        cells = [(x, y) for x in range(GRID) for y in range(GRID)]
+    def setup(self, rng):
+        n, side = LEVEL_SHAPES[self.level]
+        cells = [(x, y) for x in range(side) for y in range(side)]
+        plain = tuple(range(1, n + 1))
         while True:
-            points = rng.sample(cells, N_STOPS + 1)
-            best, order = shortest_tour(points)
-            plain = tuple(range(1, N_STOPS + 1))
-            if tour_length(points, plain) > best:
+            points = rng.sample(cells, n + 1)
+            best, orders = shortest_routes(points)
+            if n == 2 and len(orders) == 1 or n > 2 and plain not in orders:
                 break
-        self.points, self.best, self.order = points, best, order
-        self.turn = 0
-        self.done = False
-        self.truncated = False
-        return self._render("A new delivery run."), {"stops": N_STOPS}
+        self.points, self.best, self.order = points, best, orders[0]
+        self.stops = n
 
-    def _render(self, lead):
-        grid = [["." for _ in range(GRID)] for _ in range(GRID)]
+    def _map(self):
+        side = LEVEL_SHAPES[self.level][1]
+        grid = [["."] * side for _ in range(side)]
         for i, (x, y) in enumerate(self.points):
             grid[y][x] = "D" if i == 0 else str(i)
-        rows = "\n".join("  " + " ".join(row) for row in grid)
-        where = ", ".join(f"{i}=({x},{y})" for i, (x, y) in enumerate(self.points) if i)
-        dx, dy = self.points[0]
+        return "\n".join("  " + "".join(row) for row in grid)
+
+    def task(self):
+        n = self.stops
+        names = ["the depot"] + [f"stop {i}" for i in range(1, n + 1)]
+        stops = "1 and 2" if n == 2 else f"1 to {n}"
+        where = "; ".join(f"{names[i]} at x={x}, y={y}" for i, (x, y) in enumerate(self.points))
+        pts = self.points
+        table = "\n".join(
+            f"  from {names[i]}: " + ", ".join(f"{_blocks_text(blocks(pts[i], pts[j]))} to {names[j]}"
+                                               for j in range(i + 1, n + 1))
+            for i in range(n))
         return (
-            f"{lead}\nCity map (D depot, 1-{N_STOPS} stops, x to the right, y downwards):\n{rows}\n"
-            f"Depot at ({dx},{dy}); stops: {where}.\n"
-            "Distance is in blocks: |x1-x2| + |y1-y2|. Start and end at the depot and visit every "
-            "stop once; find a shortest tour.\n"
-            f"Reply with \\boxed{{...}} holding all {N_STOPS} stop numbers in visiting order, "
-            "separated by spaces.\n"
-            f"Turns left: {self.max_turns - self.turn}."
+            f"A courier leaves the depot D and must visit each of the stops {stops} once. The "
+            "route ends at the last stop visited (there is no return trip). Find a shortest "
+            "route.\n"
+            f"City map (D depot, digits are stops, x grows to the right, y grows downwards):\n"
+            f"{self._map()}\n{where[0].upper()}{where[1:]}.\n"
+            "Distance is in blocks, |x1-x2| + |y1-y2|. Blocks between places:\n"
+            f"{table}\n"
+            f"A move is the {n} stop numbers in visiting order, separated by spaces, each stop "
+            "exactly once."
         )
 
-    def _finish(self, obs, reward, terminated, truncated):
-        self.done = terminated or truncated
-        self.truncated = truncated
-        return obs, float(reward), bool(terminated), bool(truncated), {"turn": self.turn}
+    def example(self):
+        """The numbering order (never a shortest route from level 2 on), or at level 1 the
+        order that is not the shortest."""
+        if self.stops == 2:
+            return " ".join(map(str, self.order[::-1]))
+        return " ".join(str(i) for i in range(1, self.stops + 1))
 
-    def step(self, action):
-        if self.done:
-            return self._finish("The game is over; call reset() to play again.", 0.0,
-                                not self.truncated, self.truncated)
-        self.turn += 1
-        out_of_turns = self.turn >= self.max_turns
-        move = _boxed(action)
-        order = [int(x) for x in re.findall(r"\d+", move)] if move and re.fullmatch(r"[\d\s,>-]+", move) else []
-        if sorted(order) != list(range(1, N_STOPS + 1)):
-            lead = f"A route lists each of the stops 1 to {N_STOPS} exactly once, e.g. in \\boxed{{...}}."
-            return self._finish(self._render(lead), 0.0, False, out_of_turns)
-        length = tour_length(self.points, order)
+    def judge(self, move):
+        if not re.fullmatch(r"[\d\s,>-]+", move):
+            return self.INVALID, (f"That is not a route: write the stop numbers 1 to {self.stops} "
+                                  "in visiting order, separated by spaces.")
+        order = [int(x) for x in re.findall(r"\d+", move)]
+        if sorted(order) != list(range(1, self.stops + 1)):
+            return self.INVALID, f"A route lists each of the stops 1 to {self.stops} exactly once."
+        length = route_length(self.points, order)
         route = " ".join(map(str, order))
         if length == self.best:
-            return self._finish(f"Route {route} takes {length} blocks, the shortest possible. You win!",
-                                1.0, True, False)
-        lead = f"Route {route} takes {length} blocks; the shortest tour is {length - self.best} blocks shorter."
-        return self._finish(self._render(lead), 0.0, False, out_of_turns)
+            return self.WIN, f"Route {route} takes {length} blocks, the shortest possible."
+        return self.CONTINUE, (f"Route {route} takes {length} blocks; the shortest route is "
+                               f"{length - self.best} blocks shorter.")
 
     def solution(self):
-        """A shortest tour, by exhaustive search over visiting orders."""
-        return "\\boxed{" + " ".join(map(str, self.order)) + "}"
+        """A shortest route, by exhaustive search over visiting orders of the shown stops."""
+        return self.box(" ".join(map(str, self.order)))
 
     def hint(self):
-        return (f"A shortest tour takes {self.best} blocks and visits stop {self.order[0]} or stop "
-                f"{self.order[-1]} first. Avoid routes whose legs cross.")
+        return (f"A shortest route takes {self.best} blocks. Start with a stop near the depot, "
+                "go on to the nearest stop not yet visited, and avoid legs that cross.")

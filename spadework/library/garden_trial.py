@@ -1,131 +1,159 @@
 """Garden trial: measure causal effects by experiment, not from a confounded log.
 
-Plant growth depends on four treatments (water, fertilizer, compost, music), each on or off, and
-in the open garden also on sunshine, which nobody recorded. A gardener's log of past beds is shown,
-but on sunny days the gardener liked to switch one treatment on, so the log credits it with the
-sun's work. In the greenhouse the sun is held constant, and each experiment you run there reports
-the growth of a bed treated exactly as you say. Find the effect of each treatment: how much
-growth changes when it alone is switched on. One answer only.
+Plant growth depends on a few treatments (drawn from water, fertilizer, compost and music), each
+on or off, and in the open garden also on sunshine, which nobody recorded. A gardener's log of
+past beds is shown, but on sunny days the gardener liked to switch one treatment on, so the log
+credits it with the sun's work (half the time that treatment does nothing at all). In the
+greenhouse the sun is held constant, and each experiment you run there reports the growth of a
+bed treated exactly as you say; the control bed (nothing on) has already been grown. Find the
+effect of each treatment: how much growth changes when it alone is switched on. One answer only.
 
-Actions: ``\\boxed{test w f c m}`` with four 0/1 flags runs a greenhouse bed;
-``\\boxed{answer ew ef ec em}`` gives the four effects (integers, possibly zero or negative).
-Reward 1.0 for the right effects, 0.0 (terminated) for wrong ones; truncated after max_turns
-replies. ``reset(seed=None)`` plays seed 0.
+Levels (the same rules; more treatments to measure as the level rises):
+
+- 1: one treatment, and its greenhouse bed has been grown too: the effect is the difference of
+  the two greenhouse beds (one move; the log overstates it);
+- 2: two treatments; 3: three; 4: all four (four experiments, then the answer).
+
+The number of treatments is capped so that their experiments and the answer fit in max_turns
+(two treatments at max_turns 3, three at 4).
+
+Actions: ``\\boxed{test 1 0}`` with one 0/1 flag per treatment, in the order listed, grows a
+greenhouse bed; ``\\boxed{answer 3 -2}`` gives the effects in the same order (whole numbers,
+possibly zero or negative). Reward 1.0 for the right effects, 0.0 (terminated) for wrong ones;
+truncated after max_turns replies. ``reset(seed=None)`` plays seed 0.
 """
 
-import random
 import re
+
+from gameenv import GameEnv
 
 ENV_CLASS = "GardenTrialEnv"
 SETTING = "games"
 SKILL = "causal inference"
 
 TREATMENTS = ("water", "fertilizer", "compost", "music")
-LOG_ROWS = 6
+#: Per level: (treatments, rows of the gardener's log).
+LEVEL_SHAPES = {1: (1, 4), 2: (2, 4), 3: (3, 5), 4: (4, 6)}
+EFFECTS = [e for e in range(-5, 13) if e]
+_TEST = re.compile(r"test\s*:?\s*([01](?:[\s,]*[01])*)")
+_ANSWER = re.compile(r"answer\s*:?\s*([-+]?\d+(?:[\s,]+[-+]?\d+)*)")
 
 
-def _boxed(text):
-    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
-    if not isinstance(text, str):
-        return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
+class GardenTrialEnv(GameEnv):
+    """Linear model with a hidden confounder; greenhouse experiments identify the effects."""
 
+    LEVELS = 4
 
-class GardenTrialEnv:
-    """Linear structural model with a hidden confounder; interventions identify the effects."""
-
-    def __init__(self, max_turns=8, **kwargs):
-        self.max_turns = int(max_turns)
-        self.reset()
-
-    def reset(self, seed=None):
-        rng = random.Random(0 if seed is None else seed)
-        while True:
-            effects = [rng.choice([0, 0, -3, -2, -1, 1, 2, 3, 4, 5]) for _ in TREATMENTS]
-            if 2 <= sum(e != 0 for e in effects) <= 3:
-                break
-        self.effects = effects
+    def setup(self, rng):
+        wanted, log_rows = LEVEL_SHAPES[self.level]
+        # Level 1 (and any level at max_turns 1) shows the treatment's bed too: answer at once.
+        shown = self.level == 1 or self.max_turns < 2
+        n = 1 if shown else max(1, min(wanted, self.max_turns - 1))
+        picked = set(rng.sample(range(len(TREATMENTS)), n))
+        self.treatments = [t for k, t in enumerate(TREATMENTS) if k in picked]
+        self.decoy = rng.randrange(n)
+        # The decoy is often useless (the log credits it with the sun's work); with one
+        # treatment it always has an effect, so the answer is never a given 0.
+        self.effects = [rng.choice(EFFECTS) for _ in range(n)]
+        if n > 1 and rng.random() < 0.5:
+            self.effects[self.decoy] = 0
         self.base = rng.randint(5, 12)
         self.sun_effect = rng.randint(4, 8)
-        self.decoy = rng.choice([k for k, e in enumerate(effects) if e == 0])
         self.log = []
-        for _ in range(LOG_ROWS):
+        for _ in range(log_rows):
             sunny = rng.random() < 0.5
-            flags = [rng.random() < 0.5 for _ in TREATMENTS]
+            flags = [rng.random() < 0.5 for _ in range(n)]
             flags[self.decoy] = sunny if rng.random() < 0.85 else not sunny
-            growth = self._growth(flags) + (self.sun_effect if sunny else 0)
-            self.log.append((flags, growth))
-        self.tests = []
-        self.turn = 0
-        self.done = False
-        self.truncated = False
-        return self._render("The trial begins."), {"treatments": list(TREATMENTS)}
+            self.log.append((flags, self.growth(flags) + (self.sun_effect if sunny else 0)))
+        beds = [[False] * n] + ([[True]] if shown else [])
+        self.tests = [(flags, self.growth(flags)) for flags in beds]
 
-    def _growth(self, flags):
+    def growth(self, flags):
         return self.base + sum(e for e, on in zip(self.effects, flags) if on)
 
-    @staticmethod
-    def _row(flags, growth):
-        return "  " + " ".join(f"{int(f):>{len(n)}}" for f, n in zip(flags, TREATMENTS)) + f"  -> {growth}"
+    # -- what the agent sees ------------------------------------------------------------------
 
-    def _render(self, lead):
-        header = "  " + " ".join(TREATMENTS) + "  -> growth"
-        lines = [lead, "Gardener's log (open garden; sunshine not recorded):", header]
-        lines += [self._row(f, g) for f, g in self.log]
-        if self.tests:
-            lines += ["Your greenhouse experiments:", header]
-            lines += [self._row(f, g) for f, g in self.tests]
-        lines += [
-            "Find each treatment's effect: the change in growth when it alone is switched on.",
-            "Actions: \\boxed{test w f c m} with four 0/1 flags (water, fertilizer, compost, music) "
-            "runs a greenhouse bed; \\boxed{answer ew ef ec em} gives the four effects as integers "
-            "(one answer only; a wrong answer loses).",
-            f"Turns left: {self.max_turns - self.turn}.",
-        ]
-        return "\n".join(lines)
+    def _table(self, rows):
+        header = "  " + " ".join(self.treatments) + " -> growth"
+        lines = ["  " + " ".join(f"{int(f):>{len(t)}}" for f, t in zip(flags, self.treatments))
+                 + f" -> {growth}" for flags, growth in rows]
+        return "\n".join([header] + lines)
 
-    def _finish(self, obs, reward, terminated, truncated):
-        self.done = terminated or truncated
-        self.truncated = truncated
-        return obs, float(reward), bool(terminated), bool(truncated), {"turn": self.turn}
+    def task(self):
+        n = len(self.treatments)
+        order = ", ".join(self.treatments)
+        flags = " ".join(["0"] * (n - 1) + ["1"])
+        if n == 1:
+            what = (f"Plant growth depends on one treatment, {order}, switched on (1) or off (0). "
+                    "Find its effect: how much the growth changes when it is switched on.")
+            moves = (f"test followed by one 0/1 flag (such as: test {flags}) grows one more "
+                     "greenhouse bed; answer followed by one whole number gives the effect.")
+        else:
+            names = ", ".join(self.treatments[:-1]) + " and " + self.treatments[-1]
+            what = (f"Plant growth depends on {n} treatments, {names}, each switched on (1) or "
+                    "off (0). Find each treatment's effect: how much the growth changes when "
+                    "that treatment alone is switched on.")
+            moves = (f"test followed by one 0/1 flag per treatment in the order {order} (such "
+                     f"as: test {flags}) grows one more greenhouse bed; answer followed by one "
+                     f"whole number per treatment in the order {order} gives the effects.")
+        return (
+            f"{what}\n"
+            "In the open garden growth also depends on sunshine, which nobody recorded, and the "
+            "gardener chose treatments by the weather, so the log can mislead. In the greenhouse "
+            "the sun is the same for every bed: a bed there grows by exactly the effects of the "
+            "treatments it gets.\n"
+            f"Gardener's log (open garden, sunshine not recorded):\n{self._table(self.log)}\n"
+            f"Greenhouse beds so far:\n{self._table(self.tests)}\n"
+            f"Moves: {moves} You may answer only once: a wrong answer loses."
+        )
 
-    def step(self, action):
-        if self.done:
-            return self._finish("The game is over; call reset() to play again.", 0.0,
-                                not self.truncated, self.truncated)
-        self.turn += 1
-        out_of_turns = self.turn >= self.max_turns
-        move = (_boxed(action) or "").lower()
-        test = re.fullmatch(r"test\s*:?\s*([01])[\s,]*([01])[\s,]*([01])[\s,]*([01])", move)
-        answer = re.fullmatch(r"answer\s*:?\s*([-+]?\d+(?:[\s,]+[-+]?\d+){3})", move)
+    def example(self):
+        return "test " + " ".join(["1"] + ["0"] * (len(self.treatments) - 1))
+
+    def judge(self, move):
+        n = len(self.treatments)
+        text = move.lower().strip()
+        test, answer = _TEST.fullmatch(text), _ANSWER.fullmatch(text)
         if answer:
             named = [int(x) for x in re.findall(r"[-+]?\d+", answer.group(1))]
+            if len(named) != n:
+                return self.INVALID, (f"An answer gives {n} effect(s), one per treatment, not "
+                                      f"{len(named)}.")
             if named == self.effects:
-                return self._finish("Those are the effects. You win!", 1.0, True, False)
-            return self._finish("Those are not the effects. You lose.", 0.0, True, False)
+                return self.WIN, "Those are the effects."
+            return self.LOSE, "Those are not the effects."
         if test:
-            flags = [g == "1" for g in test.groups()]
-            self.tests.append((flags, self._growth(flags)))
-            lead = f"The greenhouse bed grew {self.tests[-1][1]}."
-        else:
-            lead = "I could not read that. Use \\boxed{test 1 0 0 1} or \\boxed{answer a b c d}."
-        return self._finish(self._render(lead), 0.0, False, out_of_turns)
+            flags = [f == "1" for f in re.findall(r"[01]", test.group(1))]
+            if len(flags) != n:
+                return self.INVALID, (f"A test gives {n} flag(s) of 0 or 1, one per treatment, "
+                                      f"not {len(flags)}.")
+            self.tests.append((flags, self.growth(flags)))
+            on = [t for t, f in zip(self.treatments, flags) if f]
+            return self.CONTINUE, (f"The greenhouse bed with {' and '.join(on) or 'nothing'} on "
+                                   f"grew {self.tests[-1][1]}.")
+        return self.INVALID, ("That is not a move: write test and the 0/1 flags, or answer and "
+                              "the effects.")
 
     def solution(self):
-        """The four effects themselves (computed from the hidden model)."""
-        return "\\boxed{answer " + " ".join(map(str, self.effects)) + "}"
+        """Play as an agent would from the greenhouse beds shown so far: grow the control bed
+        and a bed with each treatment alone, when not yet grown, then answer the differences
+        (the beds' growth is what the greenhouse would report, so every move follows from what
+        the agent has seen)."""
+        n = len(self.treatments)
+        known = {tuple(flags): growth for flags, growth in self.tests}
+        beds = [tuple([False] * n)] + [tuple(k == i for k in range(n)) for i in range(n)]
+        moves = []
+        for bed in beds:
+            if bed not in known:
+                known[bed] = self.growth(bed)
+                moves.append(self.box("test " + " ".join(str(int(f)) for f in bed)))
+        control = known[beds[0]]
+        effects = [known[bed] - control for bed in beds[1:]]
+        return moves + [self.box("answer " + " ".join(map(str, effects)))]
 
     def hint(self):
-        return (f"The log is confounded: {TREATMENTS[self.decoy]} was mostly switched on when the sun "
-                "shone. Run a bed with nothing on, then switch on one treatment at a time.")
+        return (f"The log is confounded: {self.treatments[self.decoy]} was mostly switched on "
+                "when the sun shone. Compare greenhouse beds that differ in one treatment only.")
+
+    def info(self):
+        return {"turn": self.turn, "level": self.level, "treatments": list(self.treatments)}

@@ -1,42 +1,37 @@
 """Knapsack packing: improve a selection until it is optimal.
 
-Ten items, each with a weight and a value, and a bag with a weight capacity. You propose a set of
+Items, each with a weight and a value, and a bag with a weight capacity. You propose a set of
 items; the reply gives its total weight and value, whether it fits, and how far its value is
-below the best possible one. Deals where the greedy value-per-weight choice is optimal are
-redrawn, so the best packing takes real trade-offs; so are deals whose best packing is a run of
-consecutive item numbers (``1 2 3 4``), the selection a lazy guesser types first.
+below the best possible one.
 
-Action: ``\\boxed{i j k ...}``, item numbers separated by spaces. Reward 1.0 when the selection fits
-and reaches the best possible value; truncated after max_turns replies. ``reset(seed=None)``
-plays seed 0.
+Levels (the same rules and moves, more items and harder trade-offs):
+
+1. three items; any one fits the bag but no two do, so the best packing is the single most
+   valuable item;
+2. six items; the best packing holds at least two items and is not a run of consecutive item
+   numbers (``1 2 3``, the selection a lazy guesser types first);
+3. ten items; as level 2 with at least three items, and deals where the greedy value-per-weight
+   choice is optimal are redrawn, so the best packing takes real trade-offs (the original game).
+
+Everything the answer depends on is printed; ``solution()`` packs optimally by dynamic
+programming over the weights and values shown. One right reply wins, so every level fits any
+max_turns.
+
+Action: ``\\boxed{i j k}``, item numbers separated by spaces (for instance ``\\boxed{1 3}``).
+Reward 1.0 when the selection fits and reaches the best possible value; truncated after
+max_turns replies. ``reset(seed=None)`` plays seed 0.
 """
 
-import random
 import re
+
+from gameenv import GameEnv
 
 ENV_CLASS = "KnapsackEnv"
 SETTING = "games"
 SKILL = "optimization"
 
-N_ITEMS = 10
-
-
-def _boxed(text):
-    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
-    if not isinstance(text, str):
-        return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
+#: Items at each level.
+ITEMS = {1: 3, 2: 6, 3: 10}
 
 
 def best_packing(weights, values, capacity):
@@ -60,86 +55,97 @@ def greedy_value(weights, values, capacity):
     return total_v
 
 
-class KnapsackEnv:
+def deal(rng, level):
+    """(weights, values, capacity) for one level, or None to redraw."""
+    n = ITEMS[level]
+    if level == 1:
+        weights = [rng.randint(4, 9) for _ in range(n)]
+        values = rng.sample(range(2, 20), n)
+        lightest_pair = sum(sorted(weights)[:2])
+        if max(weights) >= lightest_pair:
+            return None
+        return weights, values, rng.randint(max(weights), lightest_pair - 1)
+    weights = [rng.randint(3, 20) for _ in range(n)]
+    values = [max(1, w + rng.randint(-4, 14)) for w in weights]
+    capacity = sum(weights) * rng.randint(35, 50) // 100
+    best, items = best_packing(weights, values, capacity)
+    contiguous = any(sum(weights[a:b]) <= capacity and sum(values[a:b]) == best
+                     for a in range(n) for b in range(a + 1, n + 1))
+    if contiguous or len(items) < level:
+        return None
+    if level == 3 and greedy_value(weights, values, capacity) == best:
+        return None
+    return weights, values, capacity
+
+
+class KnapsackEnv(GameEnv):
     """0/1 knapsack with feedback on weight, value and the gap to the optimum."""
 
-    def __init__(self, max_turns=8, **kwargs):
-        self.max_turns = int(max_turns)
-        self.reset()
+    LEVELS = 3
 
-    def reset(self, seed=None):
-        rng = random.Random(0 if seed is None else seed)
-        while True:
-            weights = [rng.randint(3, 20) for _ in range(N_ITEMS)]
-            values = [max(1, w + rng.randint(-4, 14)) for w in weights]
-            capacity = sum(weights) * rng.randint(35, 50) // 100
-            best, items = best_packing(weights, values, capacity)
-            contiguous = any(
-                sum(weights[a:b]) <= capacity and sum(values[a:b]) == best
-                for a in range(N_ITEMS) for b in range(a + 1, N_ITEMS + 1))
-            if greedy_value(weights, values, capacity) < best and len(items) >= 3 and not contiguous:
-                break
-        self.weights, self.values, self.capacity = weights, values, capacity
-        self.best, self.best_items = best, items
-        self.turn = 0
-        self.done = False
-        self.truncated = False
-        return self._render("Pack the bag."), {"capacity": capacity, "items": N_ITEMS}
+    def setup(self, rng):
+        found = None
+        while found is None:
+            found = deal(rng, self.level)
+        self.weights, self.values, self.capacity = found
+        self.best, self.best_items = best_packing(*found)
 
-    def _render(self, lead):
-        rows = "\n".join(f"  item {i + 1:2d}: weight {w:2d}, value {v:2d}"
+    def info(self):
+        return {"turn": self.turn, "level": self.level, "capacity": self.capacity,
+                "items": len(self.weights)}
+
+    def task(self):
+        rows = "\n".join(f"Item {i + 1}: weight {w}, value {v}"
                          for i, (w, v) in enumerate(zip(self.weights, self.values)))
-        return (
-            f"{lead}\nItems:\n{rows}\nCapacity: {self.capacity}.\n"
-            "Choose items (each at most once) with total weight at most the capacity and the "
-            "largest possible total value.\n"
-            "Reply with \\boxed{i j k ...}: the item numbers you pack, separated by spaces.\n"
-            f"Turns left: {self.max_turns - self.turn}."
-        )
+        return (f"Items:\n{rows}\nBag capacity: {self.capacity}.\n"
+                "Pack items (each at most once) whose total weight is at most the capacity and whose "
+                "total value is as large as possible.\n"
+                "Write a move as the numbers of the items you pack, separated by spaces.")
 
-    def _finish(self, obs, reward, terminated, truncated):
-        self.done = terminated or truncated
-        self.truncated = truncated
-        return obs, float(reward), bool(terminated), bool(truncated), {"turn": self.turn}
+    def example(self):
+        """The two lightest items when they fit together and are not a best packing (a move of
+        several items shows the format), else the lightest single item that is not."""
+        light = sorted(range(len(self.weights)), key=lambda k: (self.weights[k], k))
+        pair = sorted(light[:2])
+        if (sum(self.weights[i] for i in pair) <= self.capacity
+                and sum(self.values[i] for i in pair) < self.best):
+            return " ".join(str(i + 1) for i in pair)
+        for i in light:
+            if self.weights[i] <= self.capacity and self.values[i] < self.best:
+                return str(i + 1)
+        return " ".join(str(i + 1) for i in range(len(self.weights)))
 
-    def _parse(self, text):
-        if text is None or not re.fullmatch(r"[\d\s,]+", text):
-            return None, "Reply with item numbers only, e.g. \\boxed{i j k}."
+    def judge(self, move):
+        text = move.replace("and", " ").replace("items", " ").replace("item", " ")
+        if not re.fullmatch(r"[\d\s,;+]+", text) or not re.search(r"\d", text):
+            return self.INVALID, ("That is not a move: write the numbers of the items you pack, "
+                                  "separated by spaces.")
         chosen = [int(x) for x in re.findall(r"\d+", text)]
+        n = len(self.weights)
+        wrong = [i for i in chosen if not 1 <= i <= n]
+        if wrong:
+            return self.INVALID, f"There is no item {wrong[0]}: the items are numbered 1 to {n}."
         if len(set(chosen)) != len(chosen):
-            return None, "Each item can be packed only once."
-        if not all(1 <= i <= N_ITEMS for i in chosen):
-            return None, f"Items are numbered 1 to {N_ITEMS}."
-        return sorted(chosen), ""
-
-    def step(self, action):
-        if self.done:
-            return self._finish("The game is over; call reset() to play again.", 0.0,
-                                not self.truncated, self.truncated)
-        self.turn += 1
-        out_of_turns = self.turn >= self.max_turns
-        chosen, problem = self._parse(_boxed(action))
-        if chosen is None:
-            return self._finish(self._render("I could not read that. " + problem), 0.0, False, out_of_turns)
+            return self.INVALID, "Each item can be packed only once."
+        chosen.sort()
         weight = sum(self.weights[i - 1] for i in chosen)
         value = sum(self.values[i - 1] for i in chosen)
-        packed = " ".join(map(str, chosen))
+        packed = f"Item{'s' if len(chosen) > 1 else ''} {' '.join(map(str, chosen))}"
         if weight > self.capacity:
-            lead = (f"Items {packed} weigh {weight}, over the capacity of {self.capacity} by "
-                    f"{weight - self.capacity}. Nothing was packed.")
-        elif value == self.best:
-            return self._finish(f"Items {packed} fit (weight {weight}) with value {value}, the best "
-                                "possible. You win!", 1.0, True, False)
-        else:
-            lead = (f"Items {packed} fit (weight {weight} of {self.capacity}) with value {value}; "
-                    f"the best possible value is {self.best - value} higher.")
-        return self._finish(self._render(lead), 0.0, False, out_of_turns)
+            return self.CONTINUE, (f"{packed} weigh{'' if len(chosen) > 1 else 's'} {weight}, over "
+                                   f"the capacity of {self.capacity} by {weight - self.capacity}.")
+        if value == self.best:
+            return self.WIN, f"{packed} fit (weight {weight}) with value {value}, the best possible."
+        return self.CONTINUE, (f"{packed} fit (weight {weight} of {self.capacity}) with value "
+                               f"{value}; the best possible value is {self.best - value} higher.")
 
     def solution(self):
         """An optimal packing, by dynamic programming."""
-        return "\\boxed{" + " ".join(str(i + 1) for i in self.best_items) + "}"
+        return self.box(" ".join(str(i + 1) for i in self.best_items))
 
     def hint(self):
+        if len(self.best_items) == 1:
+            return "No two items fit together: pack the single item worth the most."
         heaviest = max(self.best_items, key=lambda i: self.weights[i])
         return (f"An optimal packing uses {len(self.best_items)} items and includes item "
                 f"{heaviest + 1}. Compare swaps, not just value per weight.")

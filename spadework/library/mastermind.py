@@ -1,41 +1,45 @@
-"""Mastermind: deduce a hidden code from peg feedback.
+"""Mastermind: deduce a hidden code of colours from peg feedback.
 
-A secret code of four digits, each from 1 to 6 (repeats allowed), is drawn at reset. Each guess
-is answered with two counts: digits that are right and in the right place, and digits that are
-right but in the wrong place. The full history of guesses and feedback is shown every turn, so
-the task is pure deduction: keep only the codes consistent with everything seen so far.
+A secret code of colours (repeats allowed) is drawn at reset from a few colours named in the task.
+Each guess is answered with two counts: colours that are right and in the right place, and
+colours that are right but in the wrong place. The task shows every guess so far with its counts,
+so the game is pure deduction: keep only the codes that agree with everything seen.
 
-Action: ``\\boxed{D D D D}``. Reward 1.0 when the guess equals the code; truncated after
-max_turns replies (a random guesser wins about 1 time in 130). ``reset(seed=None)`` plays seed 0.
+Levels (a bigger instance of the same rules at each; the colours are drawn per seed from a
+palette of sixteen, so no fixed reply wins across seeds):
+
+1. a code of 2 colours from 2: at most 3 guesses;
+2. 2 colours from 3: at most 3 guesses;
+3. 3 colours from 4: at most 4 guesses;
+4. 4 colours from 6 (the classic game): at most 6 guesses with the strategy of ``solution()``.
+
+Under a tighter ``max_turns`` the game plays the largest level whose guesses fit (levels 1 and 2
+need 3 turns, level 3 needs 4, level 4 needs 6). The example move shown is a random guess other
+than the code.
+
+Action: ``\\boxed{red blue}``, the code's colours in order separated by spaces. Reward 1.0 when
+the guess equals the code; truncated after max_turns replies. ``solution()`` guesses as an agent
+could: the first guess is fixed, every later one is the guess whose worst feedback leaves the
+fewest codes that agree with all the feedback so far (chosen among those codes at level 4, among
+all codes below it, a possible code first on ties).
 """
 
-import random
+import itertools
 import re
+from gameenv import GameEnv
 
 ENV_CLASS = "MastermindEnv"
 SETTING = "games"
 SKILL = "logical deduction"
 
-LENGTH = 4
-DIGITS = 6
-
-
-def _boxed(text):
-    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
-    if not isinstance(text, str):
-        return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
+PALETTE = ("red", "blue", "green", "yellow", "white", "black", "pink", "orange", "purple",
+           "brown", "grey", "gold", "silver", "navy", "teal", "lime")
+# level -> (code length, colours, guesses the solution needs at most)
+SIZES = {1: (2, 2, 3), 2: (2, 3, 3), 3: (3, 4, 4), 4: (4, 6, 6)}
+# the first guess of each size, as colour indices; the others are chosen from the feedback
+OPENERS = {(2, 2): (0, 1), (2, 3): (0, 1), (3, 4): (0, 0, 1), (4, 6): (0, 0, 1, 1)}
+# (length, colours, codes still possible) -> next guess; the same for every seed, kept per process
+_PLANS = {}
 
 
 def score(code, guess):
@@ -45,71 +49,112 @@ def score(code, guess):
     return exact, common - exact
 
 
-class MastermindEnv:
-    """Four-digit Mastermind over digits 1-6 with full feedback history."""
+class MastermindEnv(GameEnv):
+    """Mastermind over a few named colours with the full feedback history shown."""
 
-    def __init__(self, max_turns=10, **kwargs):
-        self.max_turns = int(max_turns)
-        self.reset()
+    LEVELS = 4
 
-    def reset(self, seed=None):
-        rng = random.Random(0 if seed is None else seed)
-        self.code = [rng.randint(1, DIGITS) for _ in range(LENGTH)]
-        self.history = []
-        self.turn = 0
-        self.done = False
-        self.truncated = False
-        return self._render("A new secret code has been drawn."), {"length": LENGTH, "digits": DIGITS}
+    def setup(self, rng):
+        self.size = max([1] + [k for k in range(1, self.level + 1) if SIZES[k][2] <= self.max_turns])
+        self.length, count, _ = SIZES[self.size]
+        picked = set(rng.sample(range(len(PALETTE)), count))
+        self.colours = [c for i, c in enumerate(PALETTE) if i in picked]
+        self.code = tuple(rng.randrange(count) for _ in range(self.length))
+        others = [g for g in itertools.product(range(count), repeat=self.length) if g != self.code]
+        self.shown = rng.choice(others)  # the example move: any guess but the code
+        self.history = []  # (guess as colour indices, (exact, partial))
 
-    def _render(self, lead):
-        lines = [lead, f"Find the secret code: {LENGTH} digits, each from 1 to {DIGITS}, repeats allowed."]
+    def _say(self, guess):
+        return " ".join(self.colours[i] for i in guess)
+
+    # -- what the agent sees ----------------------------------------------------------------------
+
+    def task(self):
+        names = ", ".join(self.colours[:-1]) + f" or {self.colours[-1]}"
+        lines = [
+            f"Find the secret code: {self.length} colours in a row, each one of {names} "
+            "(a colour may appear more than once).",
+            f"Guess by writing {self.length} colours separated by spaces. After each guess I say "
+            "how many colours are right and in the right place, and how many are right but in "
+            "the wrong place.",
+        ]
         if self.history:
-            lines.append("Your guesses so far (right place / right digit, wrong place):")
-            for guess, (exact, partial) in self.history:
-                lines.append(f"  {' '.join(map(str, guess))}  ->  {exact} / {partial}")
-        lines.append(f"Reply with \\boxed{{D D D D}}, {LENGTH} digits from 1 to {DIGITS} separated by spaces.")
-        lines.append(f"Turns left: {self.max_turns - self.turn}.")
+            lines.append("Your guesses so far:")
+            lines += [f"  {self._say(g)}: {self._counts(e, p)}" for g, (e, p) in self.history]
+        else:
+            lines.append("No guesses yet.")
         return "\n".join(lines)
 
-    def _parse(self, text):
-        if text is None:
-            return None
-        digits = re.findall(r"\d", text)
-        if len(digits) != LENGTH or re.search(r"[^\d\s,]", text):
-            return None
-        guess = [int(d) for d in digits]
-        return guess if all(1 <= d <= DIGITS for d in guess) else None
+    @staticmethod
+    def _counts(exact, partial):
+        return (f"{exact} in the right place, {partial} right colour{'' if partial == 1 else 's'} "
+                "in the wrong place")
 
-    def _finish(self, obs, reward, terminated, truncated):
-        self.done = terminated or truncated
-        self.truncated = truncated
-        info = {"turn": self.turn, "guesses": len(self.history)}
-        return obs, float(reward), bool(terminated), bool(truncated), info
+    def example(self):
+        return self._say(self.shown)
 
-    def step(self, action):
-        if self.done:
-            return self._finish("The game is over; call reset() to play again.", 0.0,
-                                not self.truncated, self.truncated)
-        self.turn += 1
-        out_of_turns = self.turn >= self.max_turns
-        guess = self._parse(_boxed(action))
+    def _parse(self, move):
+        words = re.findall(r"[a-z]+", move.lower())
+        if re.search(r"[^a-zA-Z\s,]", move) or len(words) != self.length:
+            return None
+        if any(w not in self.colours for w in words):
+            return None
+        return tuple(self.colours.index(w) for w in words)
+
+    def judge(self, move):
+        guess = self._parse(move)
         if guess is None:
-            lead = f"That is not a valid guess: give exactly {LENGTH} digits from 1 to {DIGITS}."
-            return self._finish(self._render(lead), 0.0, False, out_of_turns)
+            return self.INVALID, (f"A guess is {self.length} colours from the list, separated by "
+                                  f"spaces, such as {self._say(self.shown)}.")
         exact, partial = score(self.code, guess)
         self.history.append((guess, (exact, partial)))
-        if exact == LENGTH:
-            return self._finish(f"{' '.join(map(str, guess))} is the code. You win!", 1.0, True, False)
-        lead = f"{exact} digit(s) in the right place, {partial} right digit(s) in the wrong place."
-        if out_of_turns:
-            lead += " You are out of turns."
-        return self._finish(self._render(lead), 0.0, False, out_of_turns)
-
-    def solution(self):
-        """The code itself, guessed directly (computed from the hidden state)."""
-        return "\\boxed{" + " ".join(map(str, self.code)) + "}"
+        if exact == self.length:
+            return self.WIN, f"{self._say(guess)} is the code."
+        return self.CONTINUE, f"{self._counts(exact, partial)}."
 
     def hint(self):
-        pos = sum(self.code) % LENGTH
-        return (f"Position {pos + 1} holds the digit {self.code[pos]}. Use your guesses to rule out "
-                "whole groups of codes at once rather than one code at a time.")
+        pos = sum(self.code) % self.length
+        return (f"Position {pos + 1} of the code is {self.colours[self.code[pos]]}. Each guess "
+                "should agree with the feedback to every earlier guess.")
+
+    def info(self):
+        return {"turn": self.turn, "level": self.level, "length": self.length,
+                "colours": len(self.colours), "guesses": len(self.history)}
+
+    # -- the solution: each guess chosen from the feedback so far ---------------------------------
+
+    def solution(self):
+        moves = []
+        codes = list(itertools.product(range(len(self.colours)), repeat=self.length))
+        possible = tuple(c for c in codes if all(score(c, g) == s for g, s in self.history))
+        while True:
+            if not self.history and not moves:
+                guess = OPENERS[(self.length, len(self.colours))]
+            elif len(possible) == 1:
+                guess = possible[0]
+            else:
+                guess = self._next(possible, codes)
+            moves.append(self.box(self._say(guess)))
+            feedback = score(self.code, guess)  # what the agent would be told
+            if feedback[0] == self.length:
+                return moves
+            possible = tuple(c for c in possible if score(c, guess) == feedback)
+
+    def _next(self, possible, codes):
+        """The guess whose worst feedback leaves the fewest codes: among the possible codes for
+        the classic size (fast enough there), among all codes for the smaller ones."""
+        key = (self.length, len(self.colours), possible)
+        if key not in _PLANS:
+            pool = possible if self.length >= 4 else codes
+            inside = set(possible)
+            best = None
+            for guess in pool:
+                parts = {}
+                for code in possible:
+                    s = score(code, guess)
+                    parts[s] = parts.get(s, 0) + 1
+                rank = (max(parts.values()), guess not in inside, guess)
+                if best is None or rank < best:
+                    best = rank
+            _PLANS[key] = best[2]
+        return _PLANS[key]

@@ -1,46 +1,40 @@
 """Maze runner: reach the goal through a walled maze shown as a map.
 
 A perfect maze (exactly one route between any two squares) is carved at reset on a grid of
-rooms. The whole map is visible: ``#`` walls, ``.`` floor, ``@`` you, ``G`` the goal. A move
-names a direction and a number of squares; you walk until you have gone that far or a wall stops
-you, and the feedback says how far you got. The route bends many times, so the map must be read,
-not guessed.
+rooms. The whole map is visible: ``#`` walls, ``.`` floor, ``@`` you, ``G`` the goal, and the
+task states both positions as row and column. A move names a direction and a number of squares;
+you walk until you have gone that far or a wall stops you, and the feedback says where you
+stopped.
 
-Action: ``\\boxed{DIRECTION N}`` with DIRECTION one of up, down, left, right (N defaults to 1).
-Reward 1.0 on reaching G; truncated after max_turns replies. ``reset(seed=None)`` plays seed 0.
+Levels (the same rules; a bigger maze and a longer route as the level rises):
+
+- 1: 3x3 rooms (a 7x7 map); the goal is 2 to 4 squares away in a straight open line: one move;
+- 2: 4x3 rooms; the shortest route has 2 or 3 straight legs;
+- 3: 5x4 rooms; 4 to 6 legs;
+- 4: 6x5 rooms (13x11 map); 7 to 14 legs, the route bends many times.
+
+The route never has more legs than ``max_turns`` (down to 1 leg), so solution() walks it in time.
+
+Action: ``\\boxed{DIRECTION N}`` with DIRECTION one of up, down, left, right and N the squares to
+walk (N defaults to 1), e.g. ``\\boxed{right 2}``. Reward 1.0 on reaching G; truncated after
+max_turns replies. ``reset(seed=None)`` plays seed 0.
 """
 
-import random
 import re
 from collections import deque
+
+from gameenv import GameEnv
 
 ENV_CLASS = "MazeEnv"
 SETTING = "games"
 SKILL = "spatial reasoning"
 
-ROOMS_W, ROOMS_H = 6, 5
+#: Per level: (rooms wide, rooms high, fewest legs, most legs) of the shortest route.
+LEVEL_SHAPES = {1: (3, 3, 1, 1), 2: (4, 3, 2, 3), 3: (5, 4, 4, 6), 4: (6, 5, 7, 14)}
 DIRECTIONS = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 _ALIASES = {"u": "up", "n": "up", "north": "up", "d": "down", "s": "down", "south": "down",
             "l": "left", "w": "left", "west": "left", "r": "right", "e": "right", "east": "right"}
-_MOVE = re.compile(r"^([a-z]+)\s*(\d*)$")
-
-
-def _boxed(text):
-    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
-    if not isinstance(text, str):
-        return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
+_MOVE = re.compile(r"^(?:go\s+|walk\s+|move\s+)?([a-z]+)\s*(\d*)(?:\s*squares?)?$")
 
 
 def carve(rng, rooms_w, rooms_h):
@@ -94,33 +88,40 @@ def runs(path):
     return [(d, n) for d, n in out]
 
 
-class MazeEnv:
+class MazeEnv(GameEnv):
     """Walk from @ to G through a perfect maze with moves of several squares."""
 
-    def __init__(self, max_turns=20, **kwargs):
-        self.max_turns = int(max_turns)
-        self.reset()
+    LEVELS = 4
 
-    def reset(self, seed=None):
-        """Carve a maze whose shortest route has 7 to 14 straight legs, and never more than
-        max_turns (down to 3 legs for small budgets), so it can always be walked in time."""
-        rng = random.Random(0 if seed is None else seed)
-        rooms = [(2 * r + 1, 2 * c + 1) for r in range(ROOMS_H) for c in range(ROOMS_W)]
-        most = max(3, min(14, self.max_turns))
-        least = min(7, most)
+    def setup(self, rng):
+        """Carve a maze of the level's size whose shortest route has the level's number of
+        straight legs, never more than max_turns, so it can always be walked in time. The route
+        is at least twice the level's fewest legs long in squares (as far as its legs allow):
+        a level cut short by max_turns keeps long legs, so another maze's route replayed here
+        rarely passes G by chance."""
+        rooms_w, rooms_h, least, most = LEVEL_SHAPES[self.level]
+        most = max(1, min(most, self.max_turns))
+        squares = min(2 * least, 4 * most)
+        least = min(least, most)
+        rooms = [(2 * r + 1, 2 * c + 1) for r in range(rooms_h) for c in range(rooms_w)]
         while True:
-            grid = carve(rng, ROOMS_W, ROOMS_H)
-            start, goal = rng.sample(rooms, 2)
-            legs = runs(shortest_path(grid, start, goal))
-            if least <= len(legs) <= most:
-                break
-        self.grid, self.pos, self.goal = grid, start, goal
-        self.turn = 0
-        self.done = False
-        self.truncated = False
-        return self._render("You stand at @ in a maze."), {"position": start, "goal": goal}
+            grid = carve(rng, rooms_w, rooms_h)
+            for _ in range(20):
+                start, goal = rng.sample(rooms, 2)
+                path = shortest_path(grid, start, goal)
+                legs = runs(path)
+                if (least <= len(legs) <= most and len(path) > squares
+                        and (len(legs) > 1 or legs[0][1] <= 4)):
+                    self.grid, self.pos, self.goal = grid, start, goal
+                    return
 
-    def _render(self, lead):
+    # -- what the agent sees ------------------------------------------------------------------
+
+    @staticmethod
+    def _where(square):
+        return f"row {square[0] + 1}, column {square[1] + 1}"
+
+    def _map(self):
         rows = []
         for r, row in enumerate(self.grid):
             cells = list(row)
@@ -129,49 +130,62 @@ class MazeEnv:
             if r == self.pos[0]:
                 cells[self.pos[1]] = "@"
             rows.append("  " + "".join(cells))
+        return "\n".join(rows)
+
+    def task(self):
         return (
-            f"{lead}\n" + "\n".join(rows) + "\n"
-            "Legend: # wall, . floor, @ you, G goal. Reach G.\n"
-            "Reply with \\boxed{DIRECTION N}: DIRECTION is up, down, left or right and N the number "
-            "of squares to walk (default 1); a wall stops you early.\n"
-            f"Turns left: {self.max_turns - self.turn}."
+            "Walk through the maze from @ to the goal G.\n" + self._map() + "\n"
+            "Legend: # wall, . floor, @ you, G goal. Rows are counted from 1 at the top line of "
+            "the map, columns from 1 at its left edge.\n"
+            f"You are at {self._where(self.pos)}; the goal is at {self._where(self.goal)}.\n"
+            "A move is a direction (up, down, left or right) and the number of squares to walk, "
+            "such as: left 3. You walk until you have gone that far or a wall stops you; you win "
+            "as soon as you step on G."
         )
 
-    def _finish(self, obs, reward, terminated, truncated):
-        self.done = terminated or truncated
-        self.truncated = truncated
-        info = {"turn": self.turn, "position": self.pos}
-        return obs, float(reward), bool(terminated), bool(truncated), info
+    def example(self):
+        """One square in an open direction that is not where the shortest route starts (a
+        legal move that never wins: a route's legs always cover an even number of squares from
+        a room, and G is never one square away at reset)."""
+        legs = runs(shortest_path(self.grid, self.pos, self.goal))
+        first = legs[0][0] if legs else None
+        r, c = self.pos
+        open_ = [d for d, (dr, dc) in DIRECTIONS.items() if self.grid[r + dr][c + dc] != "#"]
+        others = [d for d in open_ if d != first] or open_ or ["up"]
+        return f"{others[0]} 1"
 
-    def step(self, action):
-        if self.done:
-            return self._finish("The game is over; call reset() to play again.", 0.0,
-                                not self.truncated, self.truncated)
-        self.turn += 1
-        out_of_turns = self.turn >= self.max_turns
-        match = _MOVE.match((_boxed(action) or "").lower())
+    def judge(self, move):
+        match = _MOVE.match(move.lower().strip())
         name = _ALIASES.get(match.group(1), match.group(1)) if match else None
         if name not in DIRECTIONS:
-            lead = "I could not read a move. Use \\boxed{up 2}, \\boxed{left}, and so on."
-            return self._finish(self._render(lead), 0.0, False, out_of_turns)
+            return self.INVALID, ("That is not a move: write a direction (up, down, left or right) "
+                                  "and a number of squares.")
         want = int(match.group(2)) if match.group(2) else 1
+        if want < 1:
+            return self.INVALID, "Walk at least 1 square."
         dr, dc = DIRECTIONS[name]
         walked = 0
         while walked < want and self.grid[self.pos[0] + dr][self.pos[1] + dc] != "#":
             self.pos = (self.pos[0] + dr, self.pos[1] + dc)
             walked += 1
             if self.pos == self.goal:
-                return self._finish("You reach the goal. You win!", 1.0, True, False)
-        stopped = " before a wall stopped you" if walked < want else ""
-        lead = f"You walked {walked} square(s) {name}{stopped}."
-        return self._finish(self._render(lead), 0.0, False, out_of_turns)
+                return self.WIN, f"You walked {walked} square(s) {name} and reached the goal."
+        if walked == 0:
+            return self.CONTINUE, f"A wall blocks the way {name}; you stay at {self._where(self.pos)}."
+        stopped = f"; a wall stopped you after {walked}" if walked < want else ""
+        return self.CONTINUE, (f"You walked {walked} square(s) {name}{stopped}. You are now at "
+                               f"{self._where(self.pos)}.")
 
     def solution(self):
-        """The shortest route from the current square, one action per straight leg."""
-        return [f"\\boxed{{{d} {n}}}" for d, n in runs(shortest_path(self.grid, self.pos, self.goal))]
+        """The shortest route from the current square, one move per straight leg."""
+        return [self.box(f"{d} {n}") for d, n in runs(shortest_path(self.grid, self.pos, self.goal))]
 
     def hint(self):
         legs = runs(shortest_path(self.grid, self.pos, self.goal))
-        first = f"{legs[0][0]} {legs[0][1]}" if legs else "none: you are there"
-        return (f"The shortest route has {len(legs)} straight legs; the first is {first}. Trace it "
-                "backwards from G before you move.")
+        if not legs:
+            return "You are on the goal."
+        return (f"The shortest route has {len(legs)} straight leg(s) and starts by going "
+                f"{legs[0][0]}. Trace it backwards from G before you move.")
+
+    def info(self):
+        return {"turn": self.turn, "level": self.level, "position": self.pos}

@@ -1,54 +1,50 @@
 """Nim against a perfect opponent.
 
-A few piles of stones lie on the table. On each turn you take one or more stones from a single
-pile; then the opponent, who plays perfectly, does the same. Whoever takes the last stone wins.
-Every deal is a winning position for you, but only the nim-sum strategy (move so that the XOR of
-the pile sizes becomes zero) keeps it winning: one careless move and the opponent never lets go.
+Piles of stones lie on the table. On each turn you take one or more stones from a single pile;
+then the opponent, who plays perfectly, does the same. Whoever takes the last stone wins. Every
+deal is a winning position for you, but only the right moves keep it winning: one careless move
+and the opponent never lets go.
 
-Action: ``\\boxed{P N}`` takes N stones from pile P. Reward 1.0 when you take the last stone,
-0.0 (terminated) when the opponent does, truncated when max_turns replies are used.
-``reset(seed=None)`` plays seed 0, so an unseeded reset is reproducible too.
+Levels (the same rules, more piles; every deal is won by perfect play within max_turns moves):
+
+1. one pile of 2 to 9 stones: take them all;
+2. two unequal piles of 1 to 6 stones: make them equal, then copy the opponent;
+3. three or four piles of 1 to 7 stones (9 to 20 in all): the nim-sum strategy, move so that the
+   XOR of the pile sizes becomes zero (the original game; up to 12 stones a pile when max_turns
+   is below 4, where only a few small deals would fit).
+
+The opponent is deterministic: from a winning position it makes the winning move that removes
+the most stones, from a losing one it takes a single stone from the largest pile. Its moves are
+shown, so ``solution()`` plays perfect Nim from the piles on the table, as an agent could.
+
+Action: ``\\boxed{P N}`` takes N stones from pile P (``pile P take N`` and ``P, N`` are read too).
+Reward 1.0 when you take the last stone, 0.0 (terminated) when the opponent does, truncated when
+max_turns replies are used. ``reset(seed=None)`` plays seed 0.
 """
 
-import random
 import re
+
+from gameenv import GameEnv
 
 ENV_CLASS = "NimEnv"
 SETTING = "games"
 SKILL = "mathematical reasoning"
 
-_MOVE = re.compile(r"^\s*(?:pile\s*)?(\d+)\s*[,:\s]\s*(?:take\s*)?(\d+)\s*$", re.IGNORECASE)
+_MOVE = re.compile(r"^(?:pile\s*)?(\d+)\s*(?:[,:;]\s*|\s+)(?:take\s*)?(\d+)(?:\s*stones?)?$",
+                   re.IGNORECASE)
 
 
-def _boxed(text):
-    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
-    if not isinstance(text, str):
-        return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
-
-
-def _nim_sum(piles):
+def nim_sum(piles):
     total = 0
     for p in piles:
         total ^= p
     return total
 
 
-def _best_move(piles):
+def best_move(piles):
     """A winning move (pile index, count) when one exists, else a stalling move (take 1 from the
     largest pile). Among winning moves the one that removes the most stones, to end sooner."""
-    s = _nim_sum(piles)
+    s = nim_sum(piles)
     if s:
         options = [(p - (p ^ s), i) for i, p in enumerate(piles) if (p ^ s) < p]
         take, i = max(options, key=lambda o: (o[0], -o[1]))
@@ -61,30 +57,43 @@ def perfect_play(piles):
     """Your moves (pile index, count) under perfect play against the opponent's replies."""
     piles, moves = list(piles), []
     while sum(piles):
-        i, k = _best_move(piles)
+        i, k = best_move(piles)
         moves.append((i, k))
         piles[i] -= k
         if sum(piles):
-            j, m = _best_move(piles)
+            j, m = best_move(piles)
             piles[j] -= m
     return moves
 
 
-class NimEnv:
+def deal(rng, level, max_turns):
+    """Pile sizes for one level (a winning position for the player to move), or None to redraw.
+    Level 3 within three moves is mostly "take the big pile" deals, so there piles grow to 12
+    stones (7 to 30 in all), else the few deals that fit repeat too often to need reading."""
+    if level == 1:
+        return [rng.randint(2, 9)]
+    if level == 2:
+        a, b = rng.sample(range(1, 7), 2)
+        return [a, b]
+    most, low, high = (12, 7, 30) if max_turns <= 3 else (7, 9, 20)
+    piles = [rng.randint(1, most) for _ in range(rng.randint(3, 4))]
+    if nim_sum(piles) and low <= sum(piles) <= high and max(piles) >= 3:
+        return piles
+    return None
+
+
+class NimEnv(GameEnv):
     """Normal-play Nim, you move first from a position with a non-zero nim-sum."""
 
-    def __init__(self, max_turns=12, **kwargs):
-        self.max_turns = int(max_turns)
-        self.reset()
+    LEVELS = 3
 
-    def reset(self, seed=None):
-        """Deal piles whose perfect play wins within max_turns moves (always possible from
-        max_turns=2 on; below that the shortest deal found is used)."""
-        rng = random.Random(0 if seed is None else seed)
+    def setup(self, rng):
+        """Deal piles whose perfect play wins within max_turns moves (the shortest deal found
+        when none does)."""
         shortest = None
         for _ in range(20000):
-            piles = [rng.randint(1, 7) for _ in range(rng.randint(3, 4))]
-            if not (_nim_sum(piles) and 9 <= sum(piles) <= 20 and max(piles) >= 3):
+            piles = deal(rng, self.level, self.max_turns)
+            if piles is None:
                 continue
             moves = len(perfect_play(piles))
             if moves <= self.max_turns:
@@ -94,65 +103,66 @@ class NimEnv:
         else:
             piles = shortest[1]
         self.piles = piles
-        self.turn = 0
-        self.done = False
-        self.won = False
-        self.truncated = False
-        return self._render("A new game of Nim begins. You move first."), {"piles": list(piles)}
+        self.last_answer = perfect_play(piles)[-1]  # the example move never prints the answer
 
-    def _render(self, lead):
-        rows = "\n".join(f"  Pile {i + 1}: {p:2d} {'|' * p}" for i, p in enumerate(self.piles))
-        left = self.max_turns - self.turn
-        return (
-            f"{lead}\n{rows}\n"
-            "Rules: on your turn take one or more stones from a single pile; the opponent then "
-            "does the same. Whoever takes the last stone wins. The opponent never makes a mistake.\n"
-            "Answer with \\boxed{P N} to take N stones from pile P.\n"
-            f"Turns left: {left}."
-        )
+    def info(self):
+        return {"turn": self.turn, "level": self.level, "piles": list(self.piles)}
 
-    def _finish(self, obs, reward, terminated, truncated):
-        self.done = terminated or truncated
-        self.truncated = truncated
-        info = {"piles": list(self.piles), "turn": self.turn, "won": self.won}
-        return obs, float(reward), bool(terminated), bool(truncated), info
+    def task(self):
+        rows = "\n".join(f"Pile {i + 1}: {p} stone{'s' if p != 1 else ''} {'|' * p}"
+                         for i, p in enumerate(self.piles))
+        many = len(self.piles) > 1
+        return (f"{rows}\n"
+                f"It is your move. Rules: on your turn take one or more stones from "
+                f"{'a single pile' if many else 'the pile'}; then the opponent does the same. "
+                "Whoever takes the last stone wins. The opponent never makes a mistake.\n"
+                "Write a move as two numbers: the pile, then how many stones you take from it.")
 
-    def step(self, action):
-        if self.done:
-            return self._finish("The game is over; call reset() to play again.", 0.0,
-                                not self.truncated, self.truncated)
-        self.turn += 1
-        out_of_turns = self.turn >= self.max_turns
-        move = _boxed(action)
-        match = _MOVE.match(move) if move is not None else None
-        if match is None:
-            lead = "I could not read a move. Reply with \\boxed{P N}, two whole numbers."
-            return self._finish(self._render(lead), 0.0, False, out_of_turns)
-        pile, take = int(match.group(1)), int(match.group(2))
-        if not 1 <= pile <= len(self.piles) or self.piles[pile - 1] == 0:
-            lead = f"Pile {pile} has no stones to take. Choose a non-empty pile."
-            return self._finish(self._render(lead), 0.0, False, out_of_turns)
-        if not 1 <= take <= self.piles[pile - 1]:
-            lead = f"You can take between 1 and {self.piles[pile - 1]} stones from pile {pile}."
-            return self._finish(self._render(lead), 0.0, False, out_of_turns)
+    def example(self):
+        """The first move (piles in order, fewest stones first) that neither wins the game nor
+        is the last move of the solution, so the first observation never prints the answer."""
+        for i, p in enumerate(self.piles):
+            for k in range(1, p + 1):
+                after = self.piles[:i] + [p - k] + self.piles[i + 1:]
+                if nim_sum(after) and (i, k) != self.last_answer:
+                    return f"{i + 1} {k}"
+        return f"{len(self.piles)} 1"
+
+    def judge(self, move):
+        found = _MOVE.match(" ".join(move.split()))
+        if found is None:
+            return self.INVALID, ("That is not a move: write the pile number and how many stones "
+                                  "to take, two whole numbers.")
+        pile, take = int(found.group(1)), int(found.group(2))
+        if not 1 <= pile <= len(self.piles):
+            return self.INVALID, (f"There is no pile {pile}: the piles are numbered 1 to "
+                                  f"{len(self.piles)}." if len(self.piles) > 1 else
+                                  f"There is no pile {pile}: there is only pile 1.")
+        have = self.piles[pile - 1]
+        if have == 0:
+            return self.INVALID, f"Pile {pile} is empty; take from a pile that has stones."
+        if not 1 <= take <= have:
+            return self.INVALID, f"You can take 1 to {have} stones from pile {pile}, not {take}."
         self.piles[pile - 1] -= take
         if sum(self.piles) == 0:
-            self.won = True
-            return self._finish(f"You took the last stone from pile {pile}. You win!", 1.0, True, False)
-        i, k = _best_move(self.piles)
+            return self.WIN, f"You took the last {take} stone{'s' if take > 1 else ''} from pile {pile}."
+        i, k = best_move(self.piles)
         self.piles[i] -= k
+        done = f"You took {take} from pile {pile}. The opponent took {k} from pile {i + 1}"
         if sum(self.piles) == 0:
-            return self._finish(
-                f"You took {take} from pile {pile}. The opponent took the last {k} from pile "
-                f"{i + 1} and wins.", 0.0, True, False)
-        lead = f"You took {take} from pile {pile}. The opponent took {k} from pile {i + 1}."
-        return self._finish(self._render(lead), 0.0, False, out_of_turns)
+            return self.LOSE, f"{done}, the last stone{'s' if k > 1 else ''}, and wins."
+        return self.CONTINUE, f"{done}."
 
     def solution(self):
-        """Perfect play against the (deterministic) opponent from the current piles."""
-        return [f"\\boxed{{{i + 1} {k}}}" for i, k in perfect_play(self.piles)]
+        """Perfect play against the (deterministic, visible) opponent from the current piles."""
+        return [self.box(f"{i + 1} {k}") for i, k in perfect_play(self.piles)]
 
     def hint(self):
+        if len(self.piles) == 1:
+            return "Taking every stone of the only pile wins at once."
+        if len(self.piles) == 2:
+            return ("Make the two piles equal; after that, whatever the opponent takes from one "
+                    "pile, take the same number from the other.")
         sizes = ", ".join(format(p, "03b") for p in self.piles)
         return (f"Write the pile sizes in binary ({sizes}) and XOR them. Always move so that "
                 "the XOR of all piles becomes 0; then the opponent can never win.")

@@ -1,41 +1,38 @@
-"""Sequence continuation: find the rule and extend the sequence three terms.
+"""Sequence continuation: find the rule and extend the sequence.
 
-Seven terms of an integer sequence are shown. The hidden rule comes from one of several families
-(constant steps, repeating cycles of steps, growing steps, ratios, two-term recurrences, two
-interleaved sequences, alternating operations), with random parameters. You predict the next term;
-a right prediction is revealed and you go on to the one after, a wrong one is answered "too high"
-or "too low". Three right predictions win (as many as max_turns allows, when that is fewer).
+The start of an integer sequence is shown. You predict the next term; a right prediction is
+revealed and you go on to the one after, a wrong one is answered "too high" or "too low". Enough
+right predictions win (never more than max_turns allows).
 
-Action: ``\\boxed{N}``, an integer. Reward 1.0 after the third right prediction; truncated after
-max_turns replies. ``reset(seed=None)`` plays seed 0.
+Levels (the same rules and moves, longer sequences with harder rules):
+
+1. five terms of a sequence that adds the same small step (2 to 5) each time; predict one term;
+2. six terms; the rule adds a constant step (it may be negative), repeats a cycle of three steps
+   or has steps that grow by a constant; predict two terms;
+3. seven terms; the rule comes from seven families (the three above, ratios, two-term
+   recurrences, two interleaved sequences, alternating operations); predict three terms (the
+   original game).
+
+Every deal is redrawn until the terms shown decide the rule: :func:`predict`, a fixed list of
+rules tried in order against the visible terms, gives every hidden term from the terms before
+it, so ``solution()`` plays it from what the agent sees. No hidden term is printed in the first
+observation (17 inside -17 counts).
+
+Action: ``\\boxed{N}``, an integer (for instance ``\\boxed{12}``). Reward 1.0 after the last right
+prediction; truncated after max_turns replies. ``reset(seed=None)`` plays seed 0.
 """
 
-import random
 import re
+
+from gameenv import GameEnv
 
 ENV_CLASS = "SequenceEnv"
 SETTING = "games"
 SKILL = "pattern recognition"
 
-SHOWN, TO_PREDICT = 7, 3  # fewer predictions when max_turns is below 3
-
-
-def _boxed(text):
-    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
-    if not isinstance(text, str):
-        return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
+#: Level: (terms shown, terms to predict, rule families drawn from).
+LEVEL_SPECS = {1: (5, 1, (7,)), 2: (6, 2, (0, 1, 2)), 3: (7, 3, (0, 1, 2, 3, 4, 5, 6))}
+_NUMBER = re.compile(r"[-+]?\d{1,12}")
 
 
 def _steps(rng, n, step_of):
@@ -43,23 +40,25 @@ def _steps(rng, n, step_of):
     x = [rng.randint(-20, 30)]
     for i in range(n - 1):
         x.append(x[-1] + step_of(i))
-    return x, "each term adds a step; the steps follow their own rule"
+    return x
 
 
-def make_sequence(rng, n):
-    """(terms, description of the rule) for a random family with random parameters."""
-    family = rng.randrange(7)
+def make_sequence(rng, n, family):
+    """(terms, description of the rule) for one family with random parameters."""
+    if family == 7:  # level 1: a small constant step
+        d, x0 = rng.randint(2, 5), rng.randint(1, 9)
+        return [x0 + d * i for i in range(n)], "the same step is added each time"
     if family == 0:
         d = rng.choice([-1, 1]) * rng.randint(3, 17)
-        return _steps(rng, n, lambda i: d)[0], "the same step is added each time"
+        return _steps(rng, n, lambda i: d), "the same step is added each time"
     if family == 1:
         cycle = [rng.randint(-6, 12) for _ in range(3)]
         while sum(cycle) < 4 or len(set(cycle)) < 2:
             cycle = [rng.randint(-6, 12) for _ in range(3)]
-        return _steps(rng, n, lambda i: cycle[i % 3])[0], "the steps repeat in a cycle of three"
+        return _steps(rng, n, lambda i: cycle[i % 3]), "the steps repeat in a cycle of three"
     if family == 2:
         a, b = rng.randint(1, 4), rng.randint(-5, 8)
-        return _steps(rng, n, lambda i: a * i + b)[0], "the steps themselves grow by a constant"
+        return _steps(rng, n, lambda i: a * i + b), "the steps themselves grow by a constant"
     if family == 3:
         r, a = rng.choice([2, 3, -2]), rng.randint(1, 6)
         c = rng.randint(-5, 5)
@@ -82,68 +81,92 @@ def make_sequence(rng, n):
     return x, "two operations alternate"
 
 
-class SequenceEnv:
-    """Predict three more terms of an integer sequence, one at a time."""
+def _constant(xs):
+    return len(set(xs)) == 1
 
-    def __init__(self, max_turns=8, **kwargs):
-        self.max_turns = int(max_turns)
-        self.reset()
 
-    def reset(self, seed=None):
-        rng = random.Random(0 if seed is None else seed)
-        self.to_predict = max(1, min(TO_PREDICT, self.max_turns))
+def predict(x):
+    """The next term by the first rule, in a fixed order, that fits every term of x (at least
+    five), or None. The rules a reader would try: a constant step, steps growing by a constant,
+    a cycle of three steps, steps in a constant ratio, x_n = x_(n-1) + p x_(n-2), two
+    interleaved constant-step sequences, and alternating "times m" and "plus k"."""
+    d = [b - a for a, b in zip(x, x[1:])]
+    dd = [b - a for a, b in zip(d, d[1:])]
+    if _constant(d):
+        return x[-1] + d[0]
+    if _constant(dd):
+        return x[-1] + d[-1] + dd[0]
+    if len(d) >= 4 and all(d[i] == d[i - 3] for i in range(3, len(d))):
+        return x[-1] + d[-3]
+    if d[0] and d[1] % d[0] == 0:
+        r = d[1] // d[0]
+        if r not in (0, 1) and all(b == r * a for a, b in zip(d, d[1:])):
+            return x[-1] + r * d[-1]
+    for p in (1, 2):
+        if all(x[i] == x[i - 1] + p * x[i - 2] for i in range(2, len(x))):
+            return x[-1] + p * x[-2]
+    even, odd = x[0::2], x[1::2]
+    if len(odd) >= 2 and _constant([b - a for a, b in zip(even, even[1:])]) and \
+            _constant([b - a for a, b in zip(odd, odd[1:])]):
+        same = even if len(x) % 2 == 0 else odd
+        return same[-1] + same[-1] - same[-2]
+    if x[0] and x[1] % x[0] == 0:
+        m, k = x[1] // x[0], x[2] - x[1]
+        if all(x[i] == (x[i - 1] * m if i % 2 else x[i - 1] + k) for i in range(1, len(x))):
+            return x[-1] * m if len(x) % 2 else x[-1] + k
+    return None
+
+
+class SequenceEnv(GameEnv):
+    """Predict the next terms of an integer sequence, one at a time."""
+
+    LEVELS = 3
+
+    def setup(self, rng):
+        shown, count, families = LEVEL_SPECS[self.level]
+        self.shown, self.to_predict = shown, max(1, min(count, self.max_turns))
+        end = shown + self.to_predict
         while True:
-            terms, rule = make_sequence(rng, SHOWN + self.to_predict)
-            hidden = terms[SHOWN:]
-            shown_text = {str(abs(t)) for t in terms[:SHOWN]}
-            # no hidden term may be readable in the shown ones (17 inside -17 counts)
-            if len(set(terms)) >= SHOWN and not {str(abs(t)) for t in hidden} & shown_text:
+            terms, rule = make_sequence(rng, end, rng.choice(families))
+            self.terms, self.rule, self.known = terms, rule, shown
+            hidden = terms[shown:]
+            if len(set(terms)) < shown or any(predict(terms[:k]) != terms[k] for k in range(shown, end)):
+                continue
+            # no hidden term may be readable in the first observation (17 inside -17 counts)
+            printed = set(re.findall(r"\d+", f"{self.task()} {self.max_turns} {self.example()}"))
+            if not {str(abs(t)) for t in hidden} & printed:
                 break
-        self.terms, self.rule = terms, rule
-        self.known = SHOWN
-        self.turn = 0
-        self.done = False
-        self.truncated = False
-        return self._render("Here is the start of a sequence."), {"shown": SHOWN}
 
-    def _render(self, lead):
-        seq = ", ".join(map(str, self.terms[:self.known]))
-        needed = SHOWN + self.to_predict - self.known
-        return (
-            f"{lead}\nSequence: {seq}, ?\n"
-            f"Predict term number {self.known + 1}. Right predictions still needed: {needed}.\n"
-            "Reply with \\boxed{N}, a single integer.\n"
-            f"Turns left: {self.max_turns - self.turn}."
-        )
+    def info(self):
+        return {"turn": self.turn, "level": self.level, "known": self.known}
 
-    def _finish(self, obs, reward, terminated, truncated):
-        self.done = terminated or truncated
-        self.truncated = truncated
-        info = {"turn": self.turn, "known": self.known}
-        return obs, float(reward), bool(terminated), bool(truncated), info
+    def task(self):
+        needed = self.shown + self.to_predict - self.known
+        return (f"Sequence: {', '.join(map(str, self.terms[:self.known]))}, ?\n"
+                f"Find the rule of this sequence of whole numbers and predict the next term. A "
+                f"right prediction is added to the sequence and you go on to the term after it; "
+                f"after a wrong one you hear whether it was too high or too low. Right predictions "
+                f"still needed: {needed}.\n"
+                "Write a move as one whole number (it may be negative).")
 
-    def step(self, action):
-        if self.done:
-            return self._finish("The game is over; call reset() to play again.", 0.0,
-                                not self.truncated, self.truncated)
-        self.turn += 1
-        out_of_turns = self.turn >= self.max_turns
-        move = _boxed(action)
-        if move is None or not re.fullmatch(r"[-+]?\d{1,12}", move.replace(" ", "")):
-            lead = "I could not read a number. Reply with a single integer, e.g. \\boxed{N}."
-            return self._finish(self._render(lead), 0.0, False, out_of_turns)
-        guess, truth = int(move.replace(" ", "")), self.terms[self.known]
+    def example(self):
+        return str(self.terms[self.known - 1])
+
+    def judge(self, move):
+        text = move.replace(" ", "").replace(",", "")
+        if not _NUMBER.fullmatch(text):
+            return self.INVALID, "That is not a move: write the next term as one whole number."
+        guess, truth = int(text), self.terms[self.known]
         if guess != truth:
-            lead = f"{guess} is too {'high' if guess > truth else 'low'} for term {self.known + 1}."
-            return self._finish(self._render(lead), 0.0, False, out_of_turns)
+            return self.CONTINUE, f"{guess} is too {'high' if guess > truth else 'low'}."
         self.known += 1
-        if self.known == SHOWN + self.to_predict:
-            return self._finish(f"{guess} is right. You have extended the sequence. You win!", 1.0, True, False)
-        return self._finish(self._render(f"{guess} is right."), 0.0, False, out_of_turns)
+        if self.known == len(self.terms):
+            return self.WIN, f"{guess} is right; you have extended the sequence."
+        return self.CONTINUE, f"{guess} is right."
 
     def solution(self):
-        """The remaining hidden terms, in order (computed by the rule at reset)."""
-        return [f"\\boxed{{{t}}}" for t in self.terms[self.known:]]
+        """Each remaining term predicted from the terms before it (see :func:`predict`)."""
+        return [self.box(predict(self.terms[:k])) for k in range(self.known, len(self.terms))]
 
     def hint(self):
         return f"The rule: {self.rule}. Compare consecutive differences before guessing."

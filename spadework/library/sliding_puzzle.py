@@ -1,42 +1,43 @@
 """The eight puzzle: slide numbered tiles back into order.
 
 A 3x3 tray holds tiles 1 to 8 and one empty square. A move slides a tile that is next to the empty
-square (above, below, left or right of it) into it. The tray starts scrambled, at least ten moves
-from the goal order, and must be solved within the turn budget, so moves have to be planned
-rather than tried.
+square (above, below, left or right of it) into it. The goal is shown beside the tray: tiles 1 to
+8 in reading order with the empty square at a place drawn for each deal (the bottom-right corner
+in the classic puzzle). The tray starts scrambled a number of slides away from the goal, and must
+be solved within the turn budget, so at the higher levels moves have to be planned rather than
+tried.
 
-Action: ``\\boxed{T}`` slides tile T into the empty square. Reward 1.0 when the tray reads
-1 2 3 / 4 5 6 / 7 8 _; truncated after max_turns replies. ``reset(seed=None)`` plays seed 0.
+Levels (the same rules; the tray is scrambled further as the level rises):
+
+- 1: one slide from the goal (slide the tile that sits where the goal has the empty square);
+- 2: 2 or 3 slides;
+- 3: 5 to 7 slides;
+- 4: 10 to 14 slides, as the classic starter.
+
+The scramble is never more slides than ``max_turns`` (down to 1), so solution() solves it in time.
+
+Action: ``\\boxed{T}`` slides tile T into the empty square, e.g. ``\\boxed{5}``. Reward 1.0 when
+the tray matches the goal; truncated after max_turns replies. ``reset(seed=None)`` plays seed 0.
 """
 
 import heapq
-import random
 import re
+
+from gameenv import GameEnv
 
 ENV_CLASS = "SlidingPuzzleEnv"
 SETTING = "games"
 SKILL = "spatial reasoning"
 
-GOAL = (1, 2, 3, 4, 5, 6, 7, 8, 0)
-MIN_DEPTH, MAX_DEPTH = 10, 14
+#: Per level: (fewest, most) slides of a shortest solution.
+LEVEL_DEPTHS = {1: (1, 1), 2: (2, 3), 3: (5, 7), 4: (10, 14)}
+SIDES = {(-1, 0): "up", (1, 0): "down", (0, -1): "left", (0, 1): "right"}  # gap minus tile
 
 
-def _boxed(text):
-    """The content of the last \\boxed{...} in text, braces balanced; None when there is none."""
-    if not isinstance(text, str):
-        return None
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
+def goal_with_blank(k):
+    """Tiles 1 to 8 in reading order with the empty square (0) at index k."""
+    tiles = list(range(1, 9))
+    return tuple(tiles[:k] + [0] + tiles[k:])
 
 
 def neighbours(state):
@@ -54,25 +55,27 @@ def neighbours(state):
     return out
 
 
-def distance(state):
+def distance(state, goal):
     """Sum of every tile's Manhattan distance to its goal square (a lower bound on slides)."""
+    where = {tile: k for k, tile in enumerate(goal)}
     total = 0
     for k, tile in enumerate(state):
         if tile:
-            total += abs(k // 3 - (tile - 1) // 3) + abs(k % 3 - (tile - 1) % 3)
+            g = where[tile]
+            total += abs(k // 3 - g // 3) + abs(k % 3 - g % 3)
     return total
 
 
-def solve(state, limit=31):
-    """Tiles to slide, in order, on a shortest route to GOAL; None when it is more than limit
+def solve(state, goal, limit=31):
+    """Tiles to slide, in order, on a shortest route to goal; None when it is more than limit
     slides away. A* search with the Manhattan bound, which never overestimates, so the first
-    time GOAL is taken from the queue its route is a shortest one (31 is the eight puzzle's
+    time goal is taken from the queue its route is a shortest one (31 is the eight puzzle's
     diameter: the default always finds a route for a solvable tray)."""
     parent, cost = {state: None}, {state: 0}
-    queue = [(distance(state), 0, state)]
+    queue = [(distance(state, goal), 0, state)]
     while queue:
         _, g, cur = heapq.heappop(queue)
-        if cur == GOAL:
+        if cur == goal:
             moves = []
             while parent[cur] is not None:
                 cur, tile = parent[cur]
@@ -81,83 +84,86 @@ def solve(state, limit=31):
         if g > cost[cur]:
             continue
         for tile, nxt in neighbours(cur):
-            f = g + 1 + distance(nxt)
+            f = g + 1 + distance(nxt, goal)
             if f <= limit and g + 1 < cost.get(nxt, limit + 1):
                 cost[nxt], parent[nxt] = g + 1, (cur, tile)
                 heapq.heappush(queue, (f, g + 1, nxt))
     return None
 
 
-class SlidingPuzzleEnv:
-    """3x3 sliding-tile puzzle scrambled 10 to 14 optimal moves from the goal."""
+def rows(state):
+    return "\n".join("  " + " ".join(str(t) if t else "_" for t in state[r * 3:r * 3 + 3])
+                     for r in range(3))
 
-    def __init__(self, max_turns=20, **kwargs):
-        self.max_turns = int(max_turns)
-        self.reset()
 
-    def reset(self, seed=None):
-        """Scramble to 10-14 slides from the goal, and never more than max_turns (down to 4
-        slides for small budgets), so the tray can always be solved in time."""
-        rng = random.Random(0 if seed is None else seed)
-        most = max(4, min(MAX_DEPTH, self.max_turns))
-        least = min(MIN_DEPTH, most)
+class SlidingPuzzleEnv(GameEnv):
+    """3x3 sliding-tile puzzle scrambled a level's number of optimal slides from the goal."""
+
+    LEVELS = 4
+
+    def setup(self, rng):
+        """Draw where the goal's empty square is, then scramble by a random walk of the empty
+        square until a shortest solution has the level's number of slides (never more than
+        max_turns)."""
+        least, most = LEVEL_DEPTHS[self.level]
+        most = max(1, min(most, self.max_turns))
+        least = min(least, most)
+        self.goal = goal_with_blank(rng.randrange(9))
         while True:
-            state, previous = GOAL, None
+            state, previous = self.goal, None
             for _ in range(rng.randint(least, most + 10)):
                 options = [s for _, s in neighbours(state) if s != previous]
                 previous, state = state, rng.choice(options)
-            plan = solve(state, most)
+            plan = solve(state, self.goal, most)
             if plan is not None and len(plan) >= least:
-                break
-        self.state = state
-        self.turn = 0
-        self.done = False
-        self.truncated = False
-        return self._render("The tiles have been scrambled."), {"tray": list(state)}
+                self.state = state
+                return
 
-    def _render(self, lead):
-        rows = [" ".join(str(t) if t else "_" for t in self.state[r * 3:r * 3 + 3]) for r in range(3)]
-        movable = sorted(tile for tile, _ in neighbours(self.state))
+    def movable(self):
+        return sorted(tile for tile, _ in neighbours(self.state))
+
+    def task(self):
         return (
-            f"{lead}\nTray (_ is the empty square):\n  " + "\n  ".join(rows) + "\n"
-            "Goal:\n  1 2 3\n  4 5 6\n  7 8 _\n"
-            "Reply with \\boxed{T} to slide tile T into the empty square; only tiles next to it "
-            f"can move (now: {', '.join(map(str, movable))}).\n"
-            f"Turns left: {self.max_turns - self.turn}."
+            "Slide the tiles of the tray until it matches the goal.\n"
+            f"Tray now (_ is the empty square):\n{rows(self.state)}\n"
+            f"Goal:\n{rows(self.goal)}\n"
+            "A move slides one tile that is next to the empty square (above, below, left or right "
+            "of it) into the empty square; the tile's old place becomes empty. Tiles you can "
+            f"slide now: {', '.join(map(str, self.movable()))}. A move is the tile's number."
         )
 
-    def _finish(self, obs, reward, terminated, truncated):
-        self.done = terminated or truncated
-        self.truncated = truncated
-        info = {"turn": self.turn, "tray": list(self.state)}
-        return obs, float(reward), bool(terminated), bool(truncated), info
+    def example(self):
+        """A movable tile that is not the first slide of a shortest solution."""
+        plan = solve(self.state, self.goal) or []
+        others = [t for t in self.movable() if not plan or t != plan[0]]
+        return str(others[0])
 
-    def step(self, action):
-        if self.done:
-            return self._finish("The game is over; call reset() to play again.", 0.0,
-                                not self.truncated, self.truncated)
-        self.turn += 1
-        out_of_turns = self.turn >= self.max_turns
-        move = _boxed(action)
-        if move is None or not re.fullmatch(r"(?:tile\s*)?\d", move, re.IGNORECASE):
-            lead = "I could not read a move. Reply with one tile number, e.g. \\boxed{T} for tile T."
-            return self._finish(self._render(lead), 0.0, False, out_of_turns)
-        tile = int(move[-1])
+    def judge(self, move):
+        found = re.fullmatch(r"(?:tile\s*)?(\d+)", move.strip(), re.IGNORECASE)
+        if not found:
+            return self.INVALID, "That is not a move: write the number of one tile."
+        tile = int(found.group(1))
         slides = dict(neighbours(self.state))
         if tile not in slides:
-            lead = f"Tile {tile} is not next to the empty square and cannot move."
-            return self._finish(self._render(lead), 0.0, False, out_of_turns)
+            return self.CONTINUE, (f"Tile {tile} is not next to the empty square, so it cannot "
+                                   "move; the tray is unchanged.")
+        before = self.state.index(tile)
+        way = SIDES[(self.state.index(0) // 3 - before // 3, self.state.index(0) % 3 - before % 3)]
         self.state = slides[tile]
-        if self.state == GOAL:
-            return self._finish("The tiles are in order. You win!", 1.0, True, False)
-        return self._finish(self._render(f"You slid tile {tile}."), 0.0, False, out_of_turns)
+        if self.state == self.goal:
+            return self.WIN, f"You slid tile {tile} {way}. The tray matches the goal."
+        return self.CONTINUE, f"You slid tile {tile} {way}."
 
     def solution(self):
-        """A shortest sequence of slides from the current tray (breadth-first search)."""
-        return [f"\\boxed{{{t}}}" for t in solve(self.state)]
+        """A shortest sequence of slides from the current tray (A* search)."""
+        return [self.box(t) for t in solve(self.state, self.goal)]
 
     def hint(self):
-        plan = solve(self.state)
-        first = " then ".join(f"tile {t}" for t in plan[:2]) or "nothing: it is solved"
-        return (f"The tray can be solved in {len(plan)} slides; begin with {first}. Place the top "
-                "row first, then the left column.")
+        plan = solve(self.state, self.goal)
+        if not plan:
+            return "The tray already matches the goal."
+        return (f"The tray can be solved in {len(plan)} slide(s). Compare each square of the tray "
+                "with the goal, and move the empty square toward where the goal has it.")
+
+    def info(self):
+        return {"turn": self.turn, "level": self.level, "tray": list(self.state)}

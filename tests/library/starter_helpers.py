@@ -104,26 +104,26 @@ def nim(rng: random.Random, env) -> str:
 
 
 def mastermind(rng: random.Random, env) -> str:
-    return _box(" ".join(str(rng.randint(1, 6)) for _ in range(4)))
+    return _box(" ".join(rng.choice(env.colours) for _ in range(env.length)))
 
 
 def coin_balance(rng: random.Random, env) -> str:
     if rng.random() < 0.8:
         k = rng.randint(1, env.n // 2)
-        coins = rng.sample(range(1, env.n + 1), 2 * k)
+        coins = rng.sample(env.coins, 2 * k)
         return _box(f"weigh {' '.join(map(str, coins[:k]))} vs {' '.join(map(str, coins[k:]))}")
-    return _box(f"answer {rng.randint(1, env.n)} {rng.choice(['heavy', 'light'])}")
+    return _box(f"answer {rng.choice(env.coins)} {rng.choice(['heavy', 'light'])}")
 
 
 def maze(rng: random.Random, env) -> str:
-    return _box(f"{rng.choice(['up', 'down', 'left', 'right'])} {rng.randint(1, 5)}")
+    r, c = env.pos  # an open direction when there is one (walking into a wall is legal too)
+    steps = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
+    open_ = [d for d, (dr, dc) in steps.items() if env.grid[r + dr][c + dc] != "#"]
+    return _box(f"{rng.choice(open_ or list(steps))} {rng.randint(1, 5)}")
 
 
 def sliding_puzzle(rng: random.Random, env) -> str:
-    r, c = divmod(env.state.index(0), 3)
-    tiles = [env.state[nr * 3 + nc] for nr, nc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1))
-             if 0 <= nr < 3 and 0 <= nc < 3]
-    return _box(str(rng.choice(tiles)))
+    return _box(str(rng.choice(env.movable())))  # a tile next to the empty square
 
 
 def sequence(rng: random.Random, env) -> str:
@@ -137,8 +137,8 @@ def knapsack(rng: random.Random, env) -> str:
 
 def light_switches(rng: random.Random, env) -> str:
     if rng.random() < 0.8:
-        return _box(f"toggle {rng.randint(1, 5)}")
-    return _box("answer " + " ".join(str(rng.randint(1, 5)) for _ in range(4)))
+        return _box(f"toggle {rng.randint(1, env.n_switches)}")
+    return _box("answer " + " ".join(str(rng.randint(1, env.n_switches)) for _ in env.names))
 
 
 def countdown(rng: random.Random, env) -> str:
@@ -159,15 +159,16 @@ def cipher_machine(rng: random.Random, env) -> str:
 
 
 def delivery_route(rng: random.Random, env) -> str:
-    order = list(range(1, len(env.points)))
+    order = list(range(1, env.stops + 1))
     rng.shuffle(order)
     return _box(" ".join(map(str, order)))
 
 
 def garden_trial(rng: random.Random, env) -> str:
+    n = len(env.treatments)
     if rng.random() < 0.8:
-        return _box("test " + " ".join(rng.choice("01") for _ in range(4)))
-    return _box("answer " + " ".join(str(rng.randint(-3, 5)) for _ in range(4)))
+        return _box("test " + " ".join(rng.choice("01") for _ in range(n)))
+    return _box("answer " + " ".join(str(rng.randint(-4, 9)) for _ in range(n)))
 
 
 AGENTS = {f.__name__: f for f in (nim, mastermind, coin_balance, maze, sliding_puzzle, sequence,
