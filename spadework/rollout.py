@@ -354,7 +354,7 @@ def policy_charges(seconds: float, completions: Sequence) -> list[float]:
     and not for a longer one beside it; a failed row (None) pays nothing.
 
     >>> from types import SimpleNamespace as C
-    >>> policy_charges(1.2, [C(output_ids=(1,) * 9), C(output_ids=(2,)), None])
+    >>> [round(c, 6) for c in policy_charges(1.2, [C(output_ids=(1,) * 9), C(output_ids=(2,)), None])]
     [1.0, 0.2, 0.0]
     >>> policy_charges(0.5, [None, None])
     [0.0, 0.0]

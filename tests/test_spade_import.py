@@ -27,8 +27,9 @@ CLI = [sys.executable, "-c", "from spadework.cli import main; main()"]
 
 #: What the fixtures are written to produce (see tests/fixtures/spade_pool/README.md).
 EXPECTED = {
-    "game_00002_000_pattern_recognition.py": ("accepted", None),  # from its whole snippet
-    "game_00004_000_mathematical_reasoning.py": ("accepted", None) if HAS_MV else ("rejected", "static"),
+    # from its whole snippet; 'Answer in \boxed{}.' shows no concrete move: unreadable
+    "game_00002_000_pattern_recognition.py": ("rejected", "readable"),
+    "game_00004_000_mathematical_reasoning.py": ("rejected", "readable") if HAS_MV else ("rejected", "static"),
     "game_00004_001_logical_deduction.py": ("accepted", None),
     "game_00008_000_pattern_recognition.py": ("rejected", "solvable"),
     "game_00008_001_optimization.py": ("rejected", "solvable"),
@@ -66,6 +67,7 @@ def test_command_reports_each_game_and_changes_nothing_on_a_second_run(tmp_path)
     assert "not solvable" in why["game_00008_001_optimization.py"]
     assert "import of 'os' is not allowed" in why["game_00008_002_spatial_reasoning.py"]
     assert "ToolUseBaseEnv" in why["game_00012_000_causal_inference.py"]
+    assert "only the placeholder \\boxed{}" in why["game_00002_000_pattern_recognition.py"]
     assert any("game_00002_001_optimization.py: not in" in ln and "cut at 2000" in ln for ln in lines)
     n_ok = sum(s == "accepted" for s, _ in EXPECTED.values())
     assert lines[-1] == (f"accepted {n_ok}, rejected {7 - n_ok} ("

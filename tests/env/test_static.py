@@ -67,7 +67,10 @@ def test_static_bad_fixtures_fail_with_reason(path):
 
 @pytest.mark.parametrize("path", OTHER, ids=lambda p: p.stem)
 def test_other_fixtures_pass_static(path):
-    expected = {"cipher_alphabet_slip": "CipherMachineEnv"}.get(path.stem, "ArithmeticChainEnv")
+    expected = {"cipher_alphabet_slip": "CipherMachineEnv", "hidden_answer": "HarvestEnv",
+                "level_unsolvable": "LongSumEnv", "levels_inverted": "ProductEnv",
+                "levels_not_an_int": "StringLevelsEnv", "placeholder_format": "PlaceholderSumEnv",
+                "terse_feedback": "TerseSumEnv"}.get(path.stem, "ArithmeticChainEnv")
     assert check_static(path.read_text()).class_name == expected or path.parent.name == "good"
 
 
