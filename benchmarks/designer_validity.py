@@ -47,31 +47,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from spadework.metrics import wilson  # noqa: E402  (the one Wilson interval; benchmarks import it)
+
 #: The two document sets: alternate positions of one seeded permutation of the corpus.
 DOC_SETS = ("tune", "heldout")
 #: The reply screen's outcome split by why: a reply cut at max_tokens is the commonest failure of
 #: small models and says "shorter module or more tokens", the rest (empty, binary) something else.
 CUT = "cut_at_max_tokens"
-
-
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """The Wilson score interval of a share ``k / n`` (95% by default).
-
-    ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)``; unlike the normal approximation
-    it stays inside [0, 1] and is not empty at k = 0.
-
-    >>> [round(x, 3) for x in wilson(0, 40)], [round(x, 3) for x in wilson(20, 40)]
-    ([0.0, 0.088], [0.352, 0.648])
-    >>> wilson(0, 0)
-    (0.0, 1.0)
-    """
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    mid = p + z * z / (2 * n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    den = 1 + z * z / n
-    return max(0.0, (mid - half) / den), min(1.0, (mid + half) / den)
 
 
 def choose_documents(documents: Sequence[Any], which: str, n: int, seed: int = 0) -> list[Any]:

@@ -12,7 +12,7 @@ curriculum has a rung to start on, and the top level less often (issue "Environm
 agent can read"). The table is a measurement of the environments as written, not of training.
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/starter_levels.py [--preset cpu-qwen]
-       [--plays 10] [--only maze,nim] [--threads N] [--seed 7]
+       [--plays 10] [--only maze,nim] [--levels 1,2] [--threads N] [--seed 7]
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ def main() -> None:
     ap.add_argument("--preset", default="cpu-qwen")
     ap.add_argument("--plays", type=int, default=10)
     ap.add_argument("--only", default="", help="comma-separated starter names (default: every games starter)")
+    ap.add_argument("--levels", default="", help="comma-separated levels to play (default: every level)")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the preset's)")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
@@ -74,7 +75,8 @@ def main() -> None:
     with Sandbox(Limits()) as sb:
         for s in starters:
             out["starters"][s.name] = {}
-            for level in range(1, s.levels + 1):
+            chosen = [int(x) for x in args.levels.split(",") if x] or range(1, s.levels + 1)
+            for level in [k for k in chosen if k <= s.levels]:
                 cell = measure(policy, sb, s, plays=args.plays, play_cfg=cfg.play, seed=args.seed,
                                level=level)
                 out["starters"][s.name][level] = cell

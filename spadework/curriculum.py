@@ -31,6 +31,7 @@ from typing import Any
 
 from spadework.errors import ConfigError
 from spadework.evaluate.heldout import HELD_OUT
+from spadework.levels import DOWN_AT, UP_AT
 from spadework.reward import RewardConfig
 
 SCORES = ("blend", "learnability", "regret")
@@ -58,6 +59,13 @@ class CurriculumConfig:
     score: str = "blend"
     """How an archived environment is ranked: its designer ``blend``, ``learnability``
     (p * (1 - p) of its win rate), or ``regret``, from its latest plays."""
+    adapt_levels: bool = True
+    """Move each played environment's level toward the band after every iteration
+    (:mod:`spadework.levels`); False plays every environment at level 1."""
+    level_up_at: float = UP_AT
+    """Unhinted win rate at or above which an environment is played one level up next time."""
+    level_down_at: float = DOWN_AT
+    """Unhinted win rate at or below which it is played one level down next time."""
 
     def __post_init__(self) -> None:
         for name in ("regen_interval", "skills_per_regen", "pool_size"):
@@ -73,6 +81,14 @@ class CurriculumConfig:
             raise ConfigError(f"CurriculumConfig.staleness_coef must lie in [0, 1], got {self.staleness_coef!r}")
         if self.score not in SCORES:
             raise ConfigError(f"CurriculumConfig.score must be one of {SCORES}, got {self.score!r}")
+        for name in ("level_up_at", "level_down_at"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                raise ConfigError(f"CurriculumConfig.{name} must be a number in [0, 1], got {value!r}")
+        if not self.level_down_at < self.level_up_at:
+            raise ConfigError(f"CurriculumConfig needs level_down_at < level_up_at (got "
+                              f"{self.level_down_at} and {self.level_up_at}): one win rate cannot "
+                              "move a level both ways")
 
 
 @dataclass(frozen=True)

@@ -174,12 +174,16 @@ class _Probe:
     error: str = ""
 
 
-def probe_env(sandbox: Any, env: EnvSource, seeds: Sequence[int], max_turns: int) -> _Probe:
-    """Run the env in the sandbox on ``seeds``: does it define hint(), and what answers does
-    solution() give that the first observation does not print."""
+def probe_env(sandbox: Any, env: EnvSource, seeds: Sequence[int], max_turns: int,
+              level: int = 1) -> _Probe:
+    """Run the env in the sandbox on ``seeds`` at ``level``: does it define hint(), and what
+    answers does solution() give that the first observation does not print."""
+    from spadework.rollout import level_kwarg
+
     secrets: dict[int, list[str]] = {}
     try:
-        with sandbox.load(env.code, max_turns=max_turns, class_name=env.class_name) as h:
+        with sandbox.load(env.code, max_turns=max_turns, class_name=env.class_name,
+                          level=level_kwarg(env, level)) as h:
             for i, seed in enumerate(seeds):
                 obs, _info = h.reset(seed=seed)
                 if i == 0:
@@ -194,8 +198,10 @@ def probe_env(sandbox: Any, env: EnvSource, seeds: Sequence[int], max_turns: int
 
 def write_hints(policy: Any, envs: Sequence[EnvSource], *, sandbox: Any, archive: Any, run_seed: int,
                 iteration: int = 0, plays: int = 8, seeds: Mapping[str, Sequence[int]] | None = None,
-                max_turns: int = 20, max_tokens: int = 160, temperature: float = 0.3) -> HintReport:
-    """Hints for ``envs`` with how each came about (see the module docstring).
+                max_turns: int = 20, max_tokens: int = 160, temperature: float = 0.3,
+                levels: Mapping[str, int] | None = None) -> HintReport:
+    """Hints for ``envs`` with how each came about (see the module docstring). ``levels``: env
+    id -> the level about to be played (1 when absent), whose instances the leak check reads.
 
     ``seeds`` maps env id -> the instance seeds that will be played; by default those
     :func:`spadework.rollout.regret_jobs` plays for the same ``run_seed`` and ``plays``
@@ -208,7 +214,7 @@ def write_hints(policy: Any, envs: Sequence[EnvSource], *, sandbox: Any, archive
     probes, outcomes = {}, {}
     for env in envs:
         env_seeds = (seeds or {}).get(env.env_id) or [episode_seed(run_seed, env.env_id, i) for i in range(plays)]
-        p = probe_env(sandbox, env, env_seeds, max_turns)
+        p = probe_env(sandbox, env, env_seeds, max_turns, min((levels or {}).get(env.env_id, 1), env.levels))
         probes[env.env_id] = p
         stored = archive.get_env(env.env_id)
         if p.own_hint:

@@ -47,7 +47,8 @@ from spadework.errors import ConfigError, PolicyError
 from spadework.policy.base import Policy
 from spadework.progress import Progress, Silent
 from spadework.reward import LearningPotential
-from spadework.rollout import play, regret_jobs
+from spadework.levels import next_level
+from spadework.rollout import level_kwarg, play, regret_jobs
 from spadework.seeding import derive_rng, derive_seed
 from spadework.stage import (  # noqa: F401 (RunContext: the loop's API, re-exported)
     IterationMetrics,
@@ -111,7 +112,8 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
         results = design_environments(
             ctx.role_policy("designer"), ctx.sandbox, ctx.archive, ctx.corpus(), n=cc.designs_per_regen,
             iteration=it.i, run_seed=ctx.cfg.run_seed, skills=skills, cfg=ctx.cfg.design,
-            check_config=ctx.cfg.check, progress=lambda done, total: ctx.progress.advance("design", done, total))
+            check_config=ctx.cfg.check, band=(ctx.cfg.reward.lo, ctx.cfg.reward.hi),
+            progress=lambda done, total: ctx.progress.advance("design", done, total))
     except PolicyError as e:  # the designer failed as a whole: an iteration without fresh envs
         return StageResult({"regenerated": True, "funnel": {"policy_error": 1}, "error": e.reason,
                             "tokens": 0}, replace(plan, regenerated=True))
@@ -138,8 +140,11 @@ def _pool(ctx: RunContext, it: _Iteration) -> StageResult:
         candidates.append(cur.Candidate(rec.env_id, score, None if s is None else s.last_played_iteration))
     pool = cur.choose_pool(fresh, candidates, it.i, cc, derive_rng(ctx.cfg.run_seed, it.i, "pool"))
     state = cur.next_state(it.state, regenerated=it.plan.regenerated, fresh=fresh, pool=pool)
-    return StageResult({"size": len(pool), "fresh": len(set(fresh) & set(pool))},
-                       replace(it.plan, pool=tuple(pool)),
+    current = a.current_levels() if cc.adapt_levels else {}
+    levels = tuple((e, current.get(e, 1)) for e in pool)  # each environment at its own level
+    return StageResult({"size": len(pool), "fresh": len(set(fresh) & set(pool)),
+                        "levels": {e[:12]: lv for e, lv in levels}},
+                       replace(it.plan, pool=tuple(pool), levels=levels),
                        lambda arch: arch.save_state("curriculum", state.to_dict()))
 
 
@@ -150,7 +155,8 @@ def _hints(ctx: RunContext, it: _Iteration) -> StageResult:
 
     report = write_hints(ctx.role_policy("designer"), it.envs(), sandbox=ctx.sandbox, archive=ctx.archive,
                          run_seed=derive_seed(ctx.cfg.run_seed, it.i), iteration=it.i,
-                         plays=ctx.cfg.plays, max_turns=ctx.cfg.play.max_turns)
+                         plays=ctx.cfg.plays, max_turns=ctx.cfg.play.max_turns,
+                         levels=dict(it.plan.levels))
     figures = {"written": sum(1 for o in report.outcomes if o.hint), "sources": report.sources,
                "leaked": report.leaked}
     return StageResult(figures, replace(it.plan, hints=tuple(report.hints.items())))
@@ -166,9 +172,10 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
     seed, check = derive_seed(ctx.cfg.run_seed, it.i), ctx.cfg.check
     jobs, unwinnable = [], {}
     for e in envs:
-        mine = regret_jobs(e, hints.get(e.env_id), run_seed=seed, plays=ctx.cfg.plays)
+        level = min(it.plan.level(e.env_id), e.levels)
+        mine = regret_jobs(e, hints.get(e.env_id), run_seed=seed, plays=ctx.cfg.plays, level=level)
         opener = functools.partial(ctx.sandbox.load, e.code, max_turns=check.max_turns,
-                                   class_name=e.class_name)
+                                   class_name=e.class_name, level=level_kwarg(e, level))
         lost = {x.seed for x in solution_losses(opener, sorted({j.seed for j in mine}), check)}
         if lost:
             unwinnable[e.env_id[:12]] = len(lost)
@@ -191,26 +198,39 @@ def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
     """Score every played env; credit the designer samples waiting for these envs."""
     from spadework.designer.credit import credit_attempts, env_credit
 
-    rc, a = ctx.cfg.reward, ctx.archive
+    rc, cc, a = ctx.cfg.reward, ctx.cfg.curriculum, ctx.archive
     lps = a.load_state("learning_potential") or {}
-    outcomes, rewards = [], {}
+    outcomes, rewards, moves = [], {}, {}
+    levels = {e.env_id: (min(it.plan.level(e.env_id), e.levels), e.levels) for e in it.envs()}
     for o in filter(None, (M.score_env(e.env_id, it.episodes()) for e in it.envs())):
         prev = LearningPotential.from_dict(lps[o.env_id]) if o.env_id in lps else None
         credit = env_credit(o, rc, prev)
         outcomes.append(o)
         rewards[o.env_id] = credit.reward
         lps[o.env_id] = credit.lp.to_dict()
+        level, top = levels[o.env_id]
+        if cc.adapt_levels and o.plays:
+            moves[o.env_id] = (level, next_level(level, top, o.win_rate, up_at=cc.level_up_at,
+                                                 down_at=cc.level_down_at))
     credits = credit_attempts(a.pending_attempts(), rewards, rc, ctx.cfg.design.rejected_first_attempts)
 
     def write(arch: Archive) -> None:
         for o in outcomes:
             if o.plays:  # every play failed (a hung step): credited, but nothing to record
-                arch.record_env_stats(o.env_id, it.i, plays=o.plays, wins=o.wins, regret=o.regret)
+                arch.record_env_stats(o.env_id, it.i, plays=o.plays, wins=o.wins, regret=o.regret,
+                                      level=levels[o.env_id][0])
+        for o in outcomes:
+            before, after = moves.get(o.env_id, (None, None))
+            if after is not None and after != before:
+                arch.record_level(o.env_id, it.i, from_level=before, to_level=after,
+                                  plays=o.plays, wins=o.wins)
         for key, r in credits:
             arch.set_attempt_reward(key, r)
         arch.save_state("learning_potential", lps)
 
-    figures = M.reward_figures(outcomes, rewards, [r for _, r in credits], lo=rc.lo, hi=rc.hi)
+    figures = M.reward_figures(outcomes, rewards, [r for _, r in credits], lo=rc.lo, hi=rc.hi,
+                               levels={k: v[0] for k, v in levels.items()},
+                               moves={k: v[1] for k, v in moves.items() if v[1] != v[0]})
     return StageResult(figures, it.plan, write)
 
 

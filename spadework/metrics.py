@@ -102,6 +102,26 @@ def band_share(rates: Sequence[float], lo: float = 0.4, hi: float = 0.6) -> floa
     return sum(1 for r in rates if lo <= r <= hi) / len(rates) if rates else None
 
 
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval of a share ``k / n`` (95% by default).
+
+    ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)``; unlike the normal approximation
+    it stays inside [0, 1] and is not empty at k = 0.
+
+    >>> [round(x, 3) for x in wilson(0, 40)], [round(x, 3) for x in wilson(20, 40)]
+    ([0.0, 0.088], [0.352, 0.648])
+    >>> wilson(0, 0)
+    (0.0, 1.0)
+    """
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    mid = p + z * z / (2 * n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    den = 1 + z * z / n
+    return max(0.0, (mid - half) / den), min(1.0, (mid + half) / den)
+
+
 def stats(values: Sequence[float]) -> dict[str, float | int | None]:
     """n, mean, min and max (None when empty).
 
@@ -135,20 +155,34 @@ def output_tokens(episodes: Iterable[Episode]) -> int:
 
 
 def reward_figures(outcomes: Sequence[EnvOutcome], env_rewards: Mapping[str, float],
-                   credited: Sequence[float], *, lo: float, hi: float) -> dict[str, Any]:
+                   credited: Sequence[float], *, lo: float, hi: float,
+                   levels: Mapping[str, int] | None = None,
+                   moves: Mapping[str, int] | None = None) -> dict[str, Any]:
     """The reward stage's figures: the played environments' win-rate histogram and share in the
-    band [lo, hi], mean regret, step timeouts, per environment (by id prefix) its win rate,
-    regret and design reward, and the rewards credited to designer samples (``credited``)."""
+    band [lo, hi], the share strictly between 0 and 1 (``learnable_share``: the (environment,
+    level) pairs whose plays differ, so a group gives a gradient), mean regret, step timeouts,
+    the mean level played, per environment (by id prefix) its level, win rate, regret, design
+    reward and the level it plays next when the controller moved it, and the rewards credited
+    to designer samples (``credited``)."""
+    levels, moves = levels or {}, moves or {}
     scored = [o for o in outcomes if o.plays]
     rates = [o.win_rate for o in scored]
+    played_levels = [levels.get(o.env_id, 1) for o in scored]
     return {
         "envs": len(scored), "failed_plays": sum(o.failed for o in outcomes),
+        "learnable_share": (sum(0 < r < 1 for r in rates) / len(rates)) if rates else None,
+        "mean_level": stats([float(v) for v in played_levels])["mean"],
+        "level_moves": sum(1 for o in scored if o.env_id in moves),
         "win_rate_histogram": histogram(rates),
-        "band_share": band_share(rates, lo, hi), "mean_regret": stats([o.regret for o in scored])["mean"],
+        "band_share": band_share(rates, lo, hi),
+        "band_share_ci95": [round(x, 4) for x in wilson(sum(lo <= r <= hi for r in rates), len(rates))],
+        "mean_regret": stats([o.regret for o in scored])["mean"],
         "designer_reward": stats(list(credited)), "designer_credited": len(credited),
         "step_timeouts": sum(o.step_timeout for o in outcomes),
-        "per_env": {o.env_id[:12]: {"win_rate": o.win_rate, "regret": o.regret, "plays": o.plays,
-                                    "failed": o.failed, "reward": env_rewards[o.env_id]}
+        "per_env": {o.env_id[:12]: {"level": levels.get(o.env_id, 1), "win_rate": o.win_rate,
+                                    "regret": o.regret, "plays": o.plays, "failed": o.failed,
+                                    "reward": env_rewards[o.env_id],
+                                    **({"next_level": moves[o.env_id]} if o.env_id in moves else {})}
                     for o in outcomes},
     }
 
@@ -180,6 +214,8 @@ def iteration_summary(figures: Mapping[str, Any], episodes: Sequence[Episode], *
         "episodes": play_f.get("episodes"), "statuses": play_f.get("statuses"),
         "agent_return": {"no_hint": ret("no_hint"), "hint": ret("hint")},
         "win_rate_histogram": rew.get("win_rate_histogram"), "band_share": rew.get("band_share"),
+        "band_share_ci95": rew.get("band_share_ci95"), "learnable_share": rew.get("learnable_share"), "mean_level": rew.get("mean_level"),
+        "level_moves": rew.get("level_moves"), "failed_plays": rew.get("failed_plays"),
         "mean_regret": rew.get("mean_regret"), "designer_reward": rew.get("designer_reward"),
         "per_env": rew.get("per_env"), "train": figures.get("train"),
         "tokens": {"design": design.get("tokens", 0), "play": play_f.get("tokens", 0)},

@@ -80,6 +80,12 @@ class PlayConfig:
     """End an episode (truncated) when a reply hits ``max_tokens``, as the reference does."""
     thinking: bool | None = None
     """``enable_thinking`` for templates that have it; None keeps the template's default."""
+    stop_at_move: bool = True
+    """End each reply at its first complete move (a closed ``\\boxed{}``; a closed tool call or
+    answer), recorded as ``finish_reason == "move"`` (``SamplingParams.stop_at_move``). A small
+    model that has written its move and goes on writes more boxes a parser may misread and
+    tokens the learner must train on; measured before this setting, about half of the 0.5B
+    agent's replies were cut at 128 tokens before any move."""
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
@@ -416,10 +422,12 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
                 live.append(i)
             batch = [i for i in live if lives[i].status is None and _fits(lives[i], policy, cfg, context)]
             if batch:
+                settings = {lives[i].job.env.setting for i in batch}
+                move = settings.pop() if cfg.stop_at_move and len(settings) == 1 else None
                 params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p,
                                         top_k=cfg.top_k, max_tokens=cfg.max_tokens,
                                         row_seeds=[turn_seed(seed, lives[i].job, len(lives[i].turns))
-                                                   for i in batch])
+                                                   for i in batch], stop_at_move=move)
                 start = clock()
                 completions = _chat(policy, [lives[i] for i in batch], params, cfg.thinking)
                 charges = policy_charges(clock() - start, completions)

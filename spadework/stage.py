@@ -106,24 +106,31 @@ class RunContext:
 @dataclass(frozen=True)
 class Plan:
     """What one iteration's stages hand each other: whether the designer ran and what it
-    accepted (``fresh``), the environments to play (``pool``) and their hints (env id -> hint,
-    None for an env's own per-instance hint() or none)."""
+    accepted (``fresh``), the environments to play (``pool``), the level each plays at
+    (``levels``: env id -> level, 1 when absent) and their hints (env id -> hint, None for an
+    env's own per-instance hint() or none)."""
 
     iteration: int
     regenerated: bool = False
     fresh: tuple[str, ...] = ()
     pool: tuple[str, ...] = ()
     hints: tuple[tuple[str, str | None], ...] = ()
+    levels: tuple[tuple[str, int], ...] = ()
+
+    def level(self, env_id: str) -> int:
+        return dict(self.levels).get(env_id, 1)
 
     def to_dict(self) -> dict[str, Any]:
         return {"iteration": self.iteration, "regenerated": self.regenerated,
-                "fresh": list(self.fresh), "pool": list(self.pool), "hints": dict(self.hints)}
+                "fresh": list(self.fresh), "pool": list(self.pool), "hints": dict(self.hints),
+                "levels": dict(self.levels)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Plan:
         return cls(int(d["iteration"]), bool(d.get("regenerated", False)),
                    tuple(d.get("fresh", ())), tuple(d.get("pool", ())),
-                   tuple((k, v) for k, v in (d.get("hints") or {}).items()))
+                   tuple((k, v) for k, v in (d.get("hints") or {}).items()),
+                   tuple((k, int(v)) for k, v in (d.get("levels") or {}).items()))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from spadework.errors import PolicyError
-from spadework.policy.base import Completion, Conversation, SamplingParams, as_conversation, cut_at_stop
+from spadework.policy.base import (
+    Completion,
+    Conversation,
+    SamplingParams,
+    as_conversation,
+    cut_at_move,
+    cut_at_stop,
+    holds_move,
+)
 
 #: A reply: its text, or (text, finish_reason).
 Reply = str | tuple[str, str]
@@ -125,6 +133,9 @@ class ScriptedPolicy:
                 reply = self._reply(k, i, j, conv, params)
                 text, finish = (reply, "stop") if isinstance(reply, str) else reply
                 text, stopped = cut_at_stop(text, params.stop)
+                if params.stop_at_move and not stopped:  # as the local backends stop
+                    text, cut = cut_at_move(text, params.stop_at_move)
+                    finish = "move" if cut or holds_move(text, params.stop_at_move) else finish
                 ids = fake_ids(text)
                 if len(ids) > params.max_tokens:
                     ids, finish = ids[: params.max_tokens], "length"

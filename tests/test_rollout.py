@@ -302,3 +302,34 @@ def test_the_same_jobs_in_batches_of_two_and_of_eight_play_the_same_episodes(sb)
     large = play(ScriptedPolicy(script, seeded=True), sb, jobs, PlayConfig(max_turns=3, batch_size=8), seed=5)
     assert [tuple(t.text for t in e.turns) for e in small] == [tuple(t.text for t in e.turns) for e in large]
     assert len({e.turns[0].text for e in small}) > 1
+
+
+def test_a_reply_ends_at_its_first_complete_move(sb):
+    """With stop_at_move (the default) the sampler ends a reply at the token that closes its
+    first box: the turn keeps that much text, says why it ended ("move"), and the move played
+    is the first box, not a later one the model went on to write."""
+    env = starter_env("mastermind")
+    talky = ScriptedPolicy(lambda c, t: "I try \\boxed{red blue} first, or maybe \\boxed{blue blue} later.")
+    ep, = play(talky, sb, [PlayJob(env, 2, "no_hint", 0)], PlayConfig(max_turns=1))
+    (turn,) = ep.turns
+    assert (turn.text, turn.finish_reason, turn.action) == ("I try \\boxed{red blue}", "move", "\\boxed{red blue}")
+    ep, = play(talky, sb, [PlayJob(env, 2, "no_hint", 0)], PlayConfig(max_turns=1, stop_at_move=False))
+    assert ep.turns[0].finish_reason == "stop" and ep.turns[0].action == "\\boxed{blue blue}"
+
+
+def test_the_local_backends_stop_on_the_token_that_closes_the_move():
+    from spadework.policy.hf import DecodeRow
+
+    class Chars:  # a tokenizer of one character per id
+        stop_token_ids = frozenset({0})
+
+        def decode(self, ids):
+            return "".join(chr(i) for i in ids if i)
+
+    row = DecodeRow(budget=100)
+    for ch in "so \\boxed{7} and then":
+        row.push(ord(ch), -0.1, Chars(), (), "games")
+        if row.finished:
+            break
+    assert (Chars().decode(row.ids), row.reason) == ("so \\boxed{7}", "move")
+    assert row.completion([1], Chars(), ()).finish_reason == "move"

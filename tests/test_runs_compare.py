@@ -142,6 +142,9 @@ def expected_rows(run_dir: Path, losses: list[dict] | None) -> list[dict]:
                 / len(no_hint),
                 "cut_share": sum(t.finish_reason == "length" for e in no_hint for t in e.turns)
                 / sum(len(e.turns) for e in no_hint),
+                "learnable_share": sum(0 < r < 1 for r in rates) / len(rates),
+                "mean_level": sum(next(e.level for e in no_hint if e.env_id == env) for env in envs)
+                / len(envs),
             })
     return out
 
@@ -202,8 +205,8 @@ def test_the_table_prints_the_same_figures(runs, tmp_path):
         for row, w in zip(cells(r.stdout, run_dir), expected_rows(run_dir, losses), strict=True):
             designs = "-" if w["design_attempts"] is None else f"{w['valid_designs']}/{w['design_attempts']}"
             assert row[:4] == [str(w["iteration"]), designs, str(w["played"]), f"({w['played_designed']})"]
-            keys = ("band_share", "win_rate_zero_share", "win_rate_one_share", "mean_regret",
-                    "unhinted_return", "designer_reward", "loss_agent", "loss_designer", "seconds")
+            keys = ("mean_level", "learnable_share", "band_share", "win_rate_one_share",
+                    "mean_regret", "designer_reward", "loss_agent", "loss_designer", "seconds")
             for cell, key in zip(row[4:], keys, strict=True):
                 if w[key] is None:
                     assert cell == "-", key

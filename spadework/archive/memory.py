@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from spadework.archive.records import MemoryNegative, MemoryPositive
+from spadework.archive.records import MemoryNegative, MemoryPositive, PlayedDesign
 from spadework.errors import ArchiveError
 
 
@@ -102,3 +102,44 @@ def memory_negatives(archive: Queryable, skill: str | None, *, k: int = 1, too_e
                        code_excerpt(r["code"], r["class_name"], excerpt_chars))
         for r in rows
     ]
+
+
+def played_designs(archive: Any, *, setting: str | None = None, k: int = 12,
+                   reply_chars: int = 160) -> list[PlayedDesign]:
+    """The ``k`` designed environments played most recently (latest iteration first), each as
+    :func:`how_it_played`. ``archive`` is an open :class:`spadework.archive.Archive`."""
+    extra, params = _filters(None, setting)
+    rows = archive.query(
+        "SELECT e.env_id FROM envs AS e JOIN env_stats AS s ON s.env_id = e.env_id "
+        "WHERE e.status = 'accepted' AND e.origin = 'designed'" + extra
+        + " ORDER BY s.last_played_iteration DESC, e.env_id LIMIT ?", [*params, max(0, int(k))])
+    found = (how_it_played(archive, r["env_id"], reply_chars=reply_chars) for r in rows)
+    return [d for d in found if d is not None]
+
+
+def how_it_played(archive: Any, env_id: str, *, reply_chars: int = 160) -> PlayedDesign | None:
+    """How ``env_id`` played at its latest iteration: unhinted and hinted wins over the plays
+    that ended as games (the reward stage's count), the level played and, when it was never won
+    without the hint, the start of two of the agent's unhinted replies; None when it was never
+    played or no play ended as a game."""
+    from spadework.metrics import GAME_ENDS, score_env
+    from spadework.reward import episode_return
+
+    stats, rec = archive.env_stats(env_id), archive.get_env(env_id)
+    if stats is None or rec is None:
+        return None
+    eps = archive.episodes(iteration=stats.last_played_iteration, env_id=env_id)
+    o = score_env(env_id, eps)
+    if o is None or not o.plays:
+        return None
+    broken = {e.play_index for e in eps if e.status not in GAME_ENDS}
+    hinted = [episode_return(e.rewards, e.terminated) for e in eps
+              if e.arm == "hint" and e.play_index not in broken]
+    replies: tuple[str, ...] = ()
+    if o.wins == 0:
+        replies = tuple(t.text[:reply_chars] for e in eps if e.arm == "no_hint"
+                        for t in e.turns[:1])[:2]
+    level = max((e.level for e in eps), default=1)
+    return PlayedDesign(env_id, rec.class_name, rec.skill, stats.last_played_iteration, level,
+                        rec.levels, o.wins, o.plays, sum(x > 0 for x in hinted), len(hinted),
+                        replies)

@@ -295,6 +295,41 @@ class MemoryNegative:
 
 
 @dataclass(frozen=True)
+class PlayedDesign:
+    """How a designed environment played at its latest iteration, for the designer's feedback:
+    unhinted and hinted wins of the same instances, the level played and how many there are,
+    and a few of the agent's unhinted replies (``replies``: the start of each, for the designs
+    the agent never wins)."""
+
+    env_id: str
+    class_name: str
+    skill: str | None
+    iteration: int
+    level: int
+    levels: int
+    wins: int
+    plays: int
+    hinted_wins: int
+    hinted_plays: int
+    replies: tuple[str, ...] = ()
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / self.plays if self.plays else 0.0
+
+    @property
+    def regret(self) -> float:
+        hinted = self.hinted_wins / self.hinted_plays if self.hinted_plays else self.win_rate
+        return hinted - self.win_rate
+
+    @property
+    def note(self) -> str:
+        """One line of figures, e.g. ``won 1 of 5 without the hint and 4 of 5 with it, at level 2 of 3``."""
+        return (f"won {self.wins} of {self.plays} without the hint and {self.hinted_wins} of "
+                f"{self.hinted_plays} with it, at level {self.level} of {self.levels}")
+
+
+@dataclass(frozen=True)
 class ImportRecord:
     """Where an imported environment came from (schema v5's ``imports`` table): the format and
     file it was read from, the sha256 of that file's text as found, how it was adapted, and the

@@ -39,7 +39,9 @@ Versions:
 6. difficulty levels: ``envs.levels``, how many the environment declares and was checked at
    (its ``LEVELS``; backfilled from the stored check report, 1 where it names none);
    ``episodes.level`` and ``env_plays.level``, the level an episode and an iteration's plays
-   were at (1 for rows written before levels existed, when every environment had one).
+   were at (1 for rows written before levels existed, when every environment had one);
+   ``level_changes``, every move of the level controller (:mod:`spadework.levels`): the
+   iteration whose plays moved it, the level before and after, and those plays and wins.
 """
 
 from __future__ import annotations
@@ -274,6 +276,10 @@ def _step_6(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE envs ADD COLUMN levels INTEGER NOT NULL DEFAULT 1")
     conn.execute("ALTER TABLE episodes ADD COLUMN level INTEGER NOT NULL DEFAULT 1")
     conn.execute("ALTER TABLE env_plays ADD COLUMN level INTEGER NOT NULL DEFAULT 1")
+    conn.execute("CREATE TABLE level_changes (env_id TEXT NOT NULL REFERENCES envs(env_id) "
+                 "ON DELETE CASCADE, iteration INTEGER NOT NULL, from_level INTEGER NOT NULL, "
+                 "to_level INTEGER NOT NULL, plays INTEGER NOT NULL, wins INTEGER NOT NULL, "
+                 "PRIMARY KEY (env_id, iteration))")
     rows = conn.execute("SELECT env_id, report FROM envs WHERE report IS NOT NULL").fetchall()
     for env_id, report in rows:
         try:

@@ -40,11 +40,11 @@ from spadework.archive.records import (
     EnvRecord,
     EnvStats,
     GroundingDocument,
-
     ImportRecord,
     IterationRecord,
     MemoryNegative,
     MemoryPositive,
+    PlayedDesign,
     report_from_json,
     report_to_json,
     to_json,
@@ -321,16 +321,43 @@ class Archive:
                                          (status,))]
 
     def record_env_stats(self, env_id: str, iteration: int, *, plays: int, wins: int,
-                         regret: float | None) -> None:
-        """How an environment played in one iteration; storing an iteration again replaces it."""
+                         regret: float | None, level: int = 1) -> None:
+        """How an environment played in one iteration, at ``level``; storing an iteration again
+        replaces it."""
         if plays <= 0 or not 0 <= wins <= plays:
             raise ArchiveError(f"need plays > 0 and 0 <= wins <= plays, got plays={plays}, wins={wins}")
-        sql = ("INSERT INTO env_plays (env_id, iteration, plays, wins, win_rate, regret) "
-               "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(env_id, iteration) DO UPDATE SET "
+        sql = ("INSERT INTO env_plays (env_id, iteration, plays, wins, win_rate, regret, level) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(env_id, iteration) DO UPDATE SET "
                "plays = excluded.plays, wins = excluded.wins, win_rate = excluded.win_rate, "
-               "regret = excluded.regret")
+               "regret = excluded.regret, level = excluded.level")
         with self.transaction():
-            self._exec(sql, (env_id, iteration, plays, wins, wins / plays, regret))
+            self._exec(sql, (env_id, iteration, plays, wins, wins / plays, regret, int(level)))
+
+    def record_level(self, env_id: str, iteration: int, *, from_level: int, to_level: int,
+                     plays: int, wins: int) -> None:
+        """The level controller moved ``env_id`` from ``from_level`` to ``to_level`` after the
+        plays of ``iteration`` (:mod:`spadework.levels`); storing an iteration again replaces it."""
+        sql = ("INSERT INTO level_changes (env_id, iteration, from_level, to_level, plays, wins) "
+               "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(env_id, iteration) DO UPDATE SET "
+               "from_level = excluded.from_level, to_level = excluded.to_level, "
+               "plays = excluded.plays, wins = excluded.wins")
+        with self.transaction():
+            self._exec(sql, (env_id, iteration, int(from_level), int(to_level), plays, wins))
+
+    def current_levels(self) -> dict[str, int]:
+        """env id -> the level it plays at next: its latest change's, for those ever moved
+        (every other environment plays level 1)."""
+        rows = self.query("SELECT c.env_id, c.to_level FROM level_changes AS c JOIN "
+                          "(SELECT env_id, MAX(iteration) AS last FROM level_changes GROUP BY env_id) "
+                          "AS m ON m.env_id = c.env_id AND m.last = c.iteration")
+        return {r[0]: r[1] for r in rows}
+
+    def level_changes(self, env_id: str | None = None) -> list[dict[str, int | str]]:
+        """Every recorded move of the level controller (of one environment, or all), in order."""
+        where, params = (" WHERE env_id = ?", (env_id,)) if env_id else ("", ())
+        return [dict(r) for r in self.query(
+            "SELECT env_id, iteration, from_level, to_level, plays, wins FROM level_changes"
+            + where + " ORDER BY iteration, env_id", params)]
 
     def env_stats(self, env_id: str) -> EnvStats | None:
         rows = self.query("SELECT * FROM env_stats WHERE env_id = ?", (env_id,))
@@ -487,6 +514,12 @@ class Archive:
 
         return memory_negatives(self, skill, k=k, too_easy=too_easy, too_hard=too_hard,
                                 setting=setting)
+
+    def played_designs(self, *, setting: str | None = None, k: int = 12) -> list[PlayedDesign]:
+        """See :func:`spadework.archive.memory.played_designs`."""
+        from spadework.archive.memory import played_designs
+
+        return played_designs(self, setting=setting, k=k)
 
     def import_starter(self, records: Sequence[EnvRecord]) -> int:
         """Store checked starter environments (:func:`spadework.library.checked_starters`);

@@ -28,12 +28,14 @@ DIRECTIONS = ("harder", "easier", "varied")
 
 @dataclass(frozen=True)
 class Parent:
-    """An archived environment chosen to be mutated, with its latest win rate (None: unplayed)."""
+    """An archived environment chosen to be mutated, with its latest win rate (None: unplayed)
+    and, when it was played, how (``played``: wins without and with the hint, the level)."""
 
     env_id: str
     code: str
     class_name: str
     win_rate: float | None
+    played: Any = None  # spadework.archive.records.PlayedDesign
 
     @property
     def direction(self) -> str:
@@ -81,4 +83,6 @@ def choose_parent(archive: Any, skill: Skill, *, run_seed: int, iteration: int, 
     band = [c for c in cands if c[1] is not None and lo <= c[1] <= hi]
     pool = sorted(band or cands, key=lambda c: c[0].env_id)
     env, wr = derive_rng(run_seed, iteration, slot, "parent").choice(pool)
-    return Parent(env.env_id, env.code, env.class_name, wr)
+    from spadework.archive.memory import how_it_played
+
+    return Parent(env.env_id, env.code, env.class_name, wr, how_it_played(archive, env.env_id))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from spadework.archive.records import MemoryNegative
+from spadework.archive.records import MemoryNegative, PlayedDesign
 from spadework.designer.parents import Parent
 from spadework.env.contract import CONTRACT, RULES
 from spadework.errors import ConfigError
@@ -236,6 +236,46 @@ class MemoryExample:
     note: str
 
 
+def feedback_section(designs: Sequence[PlayedDesign], lo: float = 0.4, hi: float = 0.6,
+                     per_group: int = 3) -> str | None:
+    """What happened to the designer's recent environments, for its next designs: grouped as at
+    the frontier (unhinted win rate in [lo, hi], highest regret first), too easy (above) and out
+    of reach (below, the agent's first replies shown for those it never won), each with its wins
+    without and with the hint and the level it reached, and what to aim for. None when nothing
+    designed has been played yet.
+
+    >>> d = PlayedDesign("e", "TideEnv", None, 3, 1, 3, 0, 5, 1, 5, ("I think the tide...",))
+    >>> print(feedback_section([d]))  # doctest: +NORMALIZE_WHITESPACE
+    How your recent environments played against the agent (a small model):
+    Out of reach, make games like these easier:
+    - TideEnv: won 0 of 5 without the hint and 1 of 5 with it, at level 1 of 3. The agent
+      replied: "I think the tide..."
+    Aim for games the agent wins sometimes but not always at level 1: every number it needs in
+    the task, one or two steps of reasoning, feedback that tells it what to fix.
+    """
+    if not designs:
+        return None
+    frontier = sorted((d for d in designs if lo <= d.win_rate <= hi), key=lambda d: -d.regret)
+    easy = [d for d in designs if d.win_rate > hi]
+    hard = [d for d in designs if d.win_rate < lo]
+    lines = ["How your recent environments played against the agent (a small model):"]
+    for title, group in (("At the frontier, the kind to make more of", frontier),
+                         ("Too easy, make games like these harder", easy),
+                         ("Out of reach, make games like these easier", hard)):
+        if group:
+            lines.append(f"{title}:")
+            for d in group[:per_group]:
+                said = ""
+                if d.replies:
+                    said = " The agent replied: " + " / ".join(
+                        '"' + " ".join(r.split()) + '"' for r in d.replies)
+                lines.append(f"- {d.class_name}: {d.note}.{said}")
+    lines.append("Aim for games the agent wins sometimes but not always at level 1: every number "
+                 "it needs in the task, one or two steps of reasoning, feedback that tells it "
+                 "what to fix.")
+    return "\n".join(lines)
+
+
 def task_parts(skill: Skill, difficulty: str) -> list[str]:
     """The skill, difficulty, setting and contract paragraphs every design prompt states (fresh
     designs and mutations alike, so both modes state the same contract).
@@ -291,12 +331,14 @@ def build_design_prompt(
     negatives: Sequence[MemoryNegative] = (),
     example: str | None = None,
     max_tokens: int | None = None,
+    feedback: str | None = None,
 ) -> list[dict[str, str]]:
     """Chat messages asking the designer for one environment grounded in ``document``.
 
     ``example``: a complete module shown for its structure (the run passes
     :data:`spadework.designer.examples.GAMES_EXAMPLE` when memory shows no archived design);
-    ``max_tokens``: the reply's token budget, stated as a line budget so the module fits.
+    ``max_tokens``: the reply's token budget, stated as a line budget so the module fits;
+    ``feedback``: how the designer's recent environments played (:func:`feedback_section`).
 
     >>> from spadework.skills import skill_named
     >>> msgs = build_design_prompt("Tides rise twice a day.", skill_named("causal inference"),
@@ -326,6 +368,8 @@ def build_design_prompt(
     for neg in negatives:
         parts.append(f"Avoid designs like this one, which was {neg.note}:\n```python\n"
                      f"{neg.excerpt.strip()}\n```")
+    if feedback:
+        parts.append(feedback)
     lead = PLAN if example is not None or memory or skill.setting == "tool-use" else CONCEPT
     parts.append(lead + " " + reply_instruction(max_tokens))
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
@@ -368,6 +412,8 @@ def build_mutation_prompt(parent: Parent, skill: Skill, *, difficulty: str = "me
     True
     """
     rate = "not played yet" if parent.win_rate is None else f"win rate {parent.win_rate:.2f}"
+    if parent.played is not None:
+        rate = parent.played.note
     parts = [
         f"Here is an existing environment for the skill {skill.name} ({rate}):\n```python\n"
         f"{parent.code.strip()}\n```",

@@ -44,6 +44,7 @@ from spadework.designer.prompts import (
     MemoryExample,
     build_design_prompt,
     build_mutation_prompt,
+    feedback_section,
     repair_messages,
 )
 from spadework.env.checker import CheckConfig
@@ -65,7 +66,9 @@ class DesignConfig:
     ``attempts_per_slot``: fresh tries per slot (each with a new document); ``repair_turns``:
     inference-only follow-ups per failed try, fed the checker's stage and reason; ``corpus_words``:
     the document's word budget; ``memory_positives`` / ``memory_negatives``: archive examples per
-    prompt; ``mutation_ratio``: the share of slots that edit an archived parent;
+    prompt; ``mutation_ratio``: the share of slots that edit an archived parent (shown how it
+    played); ``feedback``: show fresh designs how the recent designed environments played
+    (:func:`spadework.designer.prompts.feedback_section`), so a frozen designer adapts in context;
     ``rejected_first_attempts``: "reward" (rejected samples get the rejection reward) or "none"
     (no gradient). How many instances solution() must win is the checker's
     (``CheckConfig.solvable_seeds``), not a second setting here.
@@ -84,6 +87,7 @@ class DesignConfig:
     memory_negatives: int = 1
     mutation_ratio: float = 0.0
     rejected_first_attempts: str = "reward"
+    feedback: bool = True
 
     def __post_init__(self) -> None:
         if self.setting not in SETTING_RULES:
@@ -132,10 +136,12 @@ def design_environments(
     cfg: DesignConfig,
     check_config: CheckConfig,
     progress: Callable[[int, int], None] | None = None,
+    band: tuple[float, float] = (0.4, 0.6),
 ) -> list[DesignResult]:
     """Fill ``n`` design slots (see the module docstring). Returns one :class:`DesignResult` per
     slot, in slot order. ``progress(done, total)`` is called as attempts are judged (``total``:
-    the most attempts the call may make; it reaches ``total`` when the call ends).
+    the most attempts the call may make; it reaches ``total`` when the call ends). ``band``: the
+    run's win-rate band (``RewardConfig.lo``, ``.hi``), which the feedback groups by.
 
     ``check_config`` must carry the turn limit the environments will be played with
     (``RunConfig.check``): an environment that needs more turns than play allows cannot be won.
@@ -153,7 +159,7 @@ def design_environments(
         raise ConfigError(f"skills {wrong} are not of setting {cfg.setting!r}; set DesignConfig.setting "
                           "or pass skills_for(setting)")
     run = DesignRun(policy, sandbox, archive, corpus, iteration=iteration, run_seed=run_seed,
-                    cfg=cfg, check_config=check_config, progress=progress)
+                    cfg=cfg, check_config=check_config, progress=progress, band=band)
     return run.run([skills[i % len(skills)] for i in range(n)])
 
 
@@ -187,7 +193,8 @@ class DesignRun:
 
     def __init__(self, policy: Any, sandbox: Any, archive: Any, corpus: Any, *, iteration: int,
                  run_seed: int, cfg: DesignConfig, check_config: CheckConfig,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+                 progress: Callable[[int, int], None] | None = None,
+                 band: tuple[float, float] = (0.4, 0.6)) -> None:
         from spadework.env.novelty import NoveltyIndex
 
         self.policy, self.sandbox, self.archive, self.corpus = policy, sandbox, archive, corpus
@@ -198,6 +205,8 @@ class DesignRun:
         self.index = NoveltyIndex([*archive.env_codes("accepted"), *prompt_examples(cfg.setting)],
                                   k=self.check_config.shingle_size)
         self._memory: dict[str, tuple[list[MemoryExample], list, tuple[str, ...]]] = {}
+        self.feedback = feedback_section(archive.played_designs(setting=cfg.setting), *band) \
+            if cfg.feedback else None
 
     def run(self, slot_skills: Sequence[Skill]) -> list[DesignResult]:
         slots = [self._plan(i, skill) for i, skill in enumerate(slot_skills)]
@@ -249,7 +258,7 @@ class DesignRun:
             example = None if positives else fallback
             msgs = build_design_prompt(text, s.skill, difficulty=cfg.difficulty, memory=positives,
                                        negatives=negatives, example=example,
-                                       max_tokens=cfg.max_tokens)
+                                       max_tokens=cfg.max_tokens, feedback=self.feedback)
             if sum(len(m["content"]) for m in msgs) <= budget or not (positives or example):
                 break
             if positives:

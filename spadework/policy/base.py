@@ -24,7 +24,43 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from spadework.errors import ConfigError
 from spadework.types import Sampling
 
-FinishReason = Literal["stop", "length"]
+FinishReason = Literal["stop", "length", "move"]
+
+#: What ``SamplingParams.stop_at_move`` may name: the setting whose move ends a reply.
+MOVE_SETTINGS = ("games", "tool-use")
+
+
+def cut_at_move(text: str, setting: str) -> tuple[str, bool]:
+    """``text`` up to the end of its first complete move (a closed box; a closed tool call or
+    answer), and whether it was cut: what a backend honouring ``stop_at_move`` returns.
+
+    >>> cut_at_move("I say \\\\boxed{3}. Or \\\\boxed{4}", "games")
+    ('I say \\\\boxed{3}', True)
+    >>> cut_at_move("<answer>7</answer> done", "tool-use"), cut_at_move("no move", "games")
+    (('<answer>7</answer>', True), ('no move', False))
+    """
+    for end in range(1, len(text) + 1):
+        if text[end - 1] in "}>" and holds_move(text[:end], setting):
+            return text[:end], end < len(text)
+    return text, False
+
+
+def holds_move(text: str, setting: str) -> bool:
+    """Whether a reply already holds a complete move of ``setting``: a closed ``\\boxed{...}``
+    (games), or a closed ``</tool_call>`` or ``</answer>`` (tool use). What ends a reply under
+    ``SamplingParams.stop_at_move``: a small model that has written its move and goes on only
+    adds text a parser may misread and tokens the learner must train on.
+
+    >>> holds_move("I add them: \\\\boxed{12", "games"), holds_move("so \\\\boxed{12}", "games")
+    (False, True)
+    >>> holds_move('<tool_call>{"name": "f"}</tool_call>', "tool-use")
+    True
+    """
+    if setting == "games":
+        from spadework.env.gameenv.boxes import extract_boxed
+
+        return "}" in text and extract_boxed(text) is not None
+    return "</tool_call>" in text or "</answer>" in text
 
 
 @dataclass(frozen=True)
@@ -56,6 +92,11 @@ class SamplingParams:
     draws from ``(row_seeds[i], j)``, so a row's tokens depend on the row itself, not on where
     it sits in the batch nor on which batch it is in (how ``rollout.play`` seeds each episode's
     turns, so that one episode samples alike on one worker or split across several)."""
+    stop_at_move: str | None = None
+    """``"games"`` or ``"tool-use"``: end a reply at the token that completes its first move
+    (:func:`holds_move`), with ``finish_reason == "move"``. The local backends (transformers,
+    llama.cpp) honour it; OpenAI-compatible servers cannot and ignore it (the rollout parses
+    the move either way)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "row_seeds", tuple(int(s) for s in self.row_seeds))
@@ -73,6 +114,9 @@ class SamplingParams:
             object.__setattr__(self, "stop", (self.stop,))
         if any(not s for s in self.stop):
             raise ConfigError("stop strings must be non-empty")
+        if self.stop_at_move is not None and self.stop_at_move not in MOVE_SETTINGS:
+            raise ConfigError(f"stop_at_move must be one of {MOVE_SETTINGS} or None, got "
+                              f"{self.stop_at_move!r}")
 
     @property
     def greedy(self) -> bool:

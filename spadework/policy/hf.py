@@ -25,6 +25,7 @@ from spadework.policy.base import (
     SamplingParams,
     as_conversation,
     cut_at_stop,
+    holds_move,
     template_has_thinking,
 )
 from spadework.seeding import derive_seed  # generator seed of (seed, conversation, sample)
@@ -295,7 +296,7 @@ class HFPolicy:
         while True:
             tokens, lps = sample_tokens(out.logits[:, -1, :], params, [gens[r] for r in active])
             for r, tok, lp in zip(active, tokens.tolist(), lps.tolist()):
-                rows[r].push(tok, lp, self, params.stop)
+                rows[r].push(tok, lp, self, params.stop, params.stop_at_move)
             keep = [k for k, r in enumerate(active) if not rows[r].finished]
             if not keep:
                 break
@@ -335,13 +336,17 @@ class DecodeRow:
         self.finished = False
         self.reason = "length"
 
-    def push(self, tok: int, lp: float, policy: Any, stops: Sequence[str]) -> None:
+    def push(self, tok: int, lp: float, policy: Any, stops: Sequence[str],
+             move: str | None = None) -> None:
         self.ids.append(tok)
         self.lps.append(lp)
         if tok in policy.stop_token_ids:
             self.finished, self.reason = True, "stop"
         elif stops and cut_at_stop(policy.decode(self.ids), stops)[1]:
             self.finished, self.reason = True, "stop"
+        elif move is not None and any(c in policy.decode([tok]) for c in "}>") \
+                and holds_move(policy.decode(self.ids), move):  # only a token with } or > can close one
+            self.finished, self.reason = True, "move"
         elif len(self.ids) >= self.budget:
             self.finished = True
 
@@ -352,7 +357,7 @@ class DecodeRow:
             prompt_ids=tuple(prompt),
             output_ids=tuple(self.ids),
             logprobs=tuple(self.lps),
-            finish_reason="stop" if self.reason == "stop" else "length",
+            finish_reason=self.reason if self.finished else "length",
         )
 
 

@@ -397,7 +397,7 @@ class LlamaCppPolicy:
                                             [gens[r] for r in outs])
                 active = []
                 for r, tok, lp in zip(outs, tokens.tolist(), lps.tolist()):
-                    rows[r].push(tok, lp, self, params.stop)
+                    rows[r].push(tok, lp, self, params.stop, params.stop_at_move)
                     if rows[r].finished:  # its cells stay: the next turn's prompt starts with them
                         free.append(seq_of.pop(r))
                     else:

@@ -71,6 +71,21 @@ class IterationRow:
     hinted_win_rate: float | None
     well_formed_share: float | None
     cut_share: float | None
+    learnable_share: float | None = None
+    mean_level: float | None = None
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """The agent on environments played again at the same level: per (environment, level)
+    played in two iterations or more, its unhinted win rate at the first play and at the
+    latest, and the paired mean change with its 95% bootstrap CI over the pairs."""
+
+    pairs: int
+    first: float
+    latest: float
+    diff: float
+    ci95: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -127,6 +142,7 @@ class RunFigures:
     before_after: tuple[EvalDiff, ...] | None
     before_after_note: str
     notes: tuple[str, ...] = ()
+    replayed: Replayed | None = None
 
     @property
     def total_seconds(self) -> float | None:
@@ -147,8 +163,8 @@ def run_figures(run_dir: str | Path) -> RunFigures:
     with open_run(run_dir) as archive:
         metrics = {r.iteration: r.metrics for r in archive.iterations()}
         played: dict[int, list[Any]] = defaultdict(list)
-        for r in archive.query("SELECT p.iteration, p.plays, p.wins, p.win_rate, p.regret, e.origin "
-                               "FROM env_plays p JOIN envs e USING (env_id)"):
+        for r in archive.query("SELECT p.env_id, p.iteration, p.plays, p.wins, p.win_rate, p.regret, "
+                               "p.level, e.origin FROM env_plays p JOIN envs e USING (env_id)"):
             played[r["iteration"]].append(r)
         designs: dict[int, list[int]] = defaultdict(lambda: [0, 0])
         for r in archive.query("SELECT iteration, outcome = 'accepted', count(*) FROM attempts "
@@ -172,7 +188,35 @@ def run_figures(run_dir: str | Path) -> RunFigures:
     before_after, note = _before_after(run_dir)
     preset = config.get("preset") or next((m.get("preset") for m in metrics.values()), None)
     return RunFigures(str(run_dir), preset, _models(config), rows, under_way,
-                      _in_run_eval(metrics), before_after, note, notes)
+                      _in_run_eval(metrics), before_after, note, notes,
+                      replayed([r for rs in played.values() for r in rs]))
+
+
+def replayed(plays: Sequence[Mapping[str, Any]]) -> Replayed | None:
+    """:class:`Replayed` from ``env_plays`` rows (env_id, iteration, level, win_rate); None when
+    no (environment, level) was played twice.
+
+    >>> rows = [{"env_id": "a", "iteration": 0, "level": 1, "win_rate": 0.2},
+    ...         {"env_id": "a", "iteration": 3, "level": 1, "win_rate": 0.6},
+    ...         {"env_id": "b", "iteration": 1, "level": 2, "win_rate": 0.5},
+    ...         {"env_id": "b", "iteration": 2, "level": 2, "win_rate": 0.5},
+    ...         {"env_id": "b", "iteration": 0, "level": 1, "win_rate": 1.0}]
+    >>> r = replayed(rows)
+    >>> r.pairs, round(r.first, 2), round(r.latest, 2), round(r.diff, 2)
+    (2, 0.35, 0.55, 0.2)
+    """
+    from spadework.evaluate.stats import bootstrap_ci
+
+    by_key: dict[tuple[str, int], list[tuple[int, float]]] = defaultdict(list)
+    for r in plays:
+        by_key[(r["env_id"], r["level"])].append((r["iteration"], r["win_rate"]))
+    pairs = [(min(v)[1], max(v)[1]) for v in by_key.values() if len(v) > 1]
+    if not pairs:
+        return None
+    diffs = [b - a for a, b in pairs]
+    lo, hi = bootstrap_ci(diffs)
+    return Replayed(len(pairs), stats([a for a, _ in pairs])["mean"],
+                    stats([b for _, b in pairs])["mean"], stats(diffs)["mean"], (lo, hi))
 
 
 def _models(config: Mapping[str, Any]) -> tuple[RoleModel, ...]:
@@ -232,7 +276,19 @@ def _row(i: int, m: Mapping[str, Any], played: Sequence[Any], designs: list[int]
         loss_agent=metric(m, "losses.agent"), loss_designer=metric(m, "losses.designer"),
         seconds=round(math.fsum(seconds), 3) if seconds else None,
         hinted_win_rate=win_rate(hinted) if hinted else None,
-        well_formed_share=metric(m, "agent_format_share.no_hint"), cut_share=cut)
+        well_formed_share=metric(m, "agent_format_share.no_hint"), cut_share=cut,
+        learnable_share=_learnable(rates),
+        mean_level=stats([float(r["level"]) for r in played])["mean"])
+
+
+def _learnable(rates: Sequence[float]) -> float | None:
+    """The share of ``rates`` strictly between 0 and 1: environments (each at its level) whose
+    plays differ, so a group gives a gradient; None for no rates.
+
+    >>> _learnable([0.0, 0.4, 1.0, 0.8]), _learnable([])
+    (0.5, None)
+    """
+    return sum(1 for r in rates if 0 < r < 1) / len(rates) if rates else None
 
 
 def _share(rates: Sequence[float], value: float) -> float | None:
@@ -293,13 +349,13 @@ def runs_json(runs: Sequence[RunFigures]) -> dict[str, Any]:
 
 #: (header, IterationRow field, format) of the table's columns after ``it``, ``designs``, ``played``.
 COLUMNS = (
-    ("band", "band_share", "{:.2f}"), ("=0", "win_rate_zero_share", "{:.2f}"),
-    ("=1", "win_rate_one_share", "{:.2f}"), ("regret", "mean_regret", "{:.3f}"),
-    ("return", "unhinted_return", "{:.3f}"), ("d.reward", "designer_reward", "{:+.3f}"),
+    ("level", "mean_level", "{:.1f}"), ("0<w<1", "learnable_share", "{:.2f}"),
+    ("band", "band_share", "{:.2f}"), ("=1", "win_rate_one_share", "{:.2f}"),
+    ("regret", "mean_regret", "{:.3f}"), ("d.reward", "designer_reward", "{:+.3f}"),
     ("loss ag", "loss_agent", "{:+.3g}"), ("loss des", "loss_designer", "{:+.3g}"),
     ("wall s", "seconds", "{:.1f}"),
 )
-WIDTHS = (3, 7, 7, 4, 4, 4, 6, 6, 8, 9, 9, 7)
+WIDTHS = (3, 7, 7, 5, 5, 4, 4, 6, 8, 9, 9, 7)
 
 
 def legend() -> list[str]:
@@ -308,13 +364,14 @@ def legend() -> list[str]:
     return [
         "key: designs  valid / attempted designs (- : no design stage that iteration)",
         "     played   pool environments played (of them designed, not starters)",
-        f"     band =0 =1  share of the played environments whose unhinted win rate is in "
-        f"[{lo}, {hi}],",
-        "              exactly 0, exactly 1 (unhinted: the agent without the hint, the arm the "
-        "curriculum",
-        "              targets; a win is a return > 0); the curves: pooled wins / plays, mean return",
+        "     level    the mean level they were played at;  0<w<1  the share whose unhinted win rate",
+        "              is strictly between 0 and 1 (their plays differ: a gradient)",
+        f"     band =1  share of the played environments whose unhinted win rate is in [{lo}, {hi}],",
+        "              exactly 1 (unhinted: the agent without the hint, the arm the curriculum",
+        "              targets; a win is a return > 0; exactly 0: 1 - 0<w<1 - =1, and in --json);",
+        "              the curves: pooled wins / plays, mean return",
         "     regret   mean over the played environments of hinted - unhinted return",
-        "     return   the agent's mean unhinted return;  d.reward  mean designer reward credited",
+        "     d.reward  mean designer reward credited",
         "     loss ag, loss des  the train stage's per-role loss (- : no update, or --no-train)",
         "     wall s   the iteration's stages' seconds, summed",
         "     hinted win rate  the hinted arm's wins / plays;  well-formed, cut  the shares of the",
@@ -386,6 +443,11 @@ def format_run(run: RunFigures) -> list[str]:
             designs = "-" if r.design_attempts is None else f"{r.valid_designs}/{r.design_attempts}"
             out.append(_line([str(r.iteration), designs, f"{r.played} ({r.played_designed})",
                               *(_cell(getattr(r, f), fmt) for _, f, fmt in COLUMNS)]))
+    if run.replayed is not None:
+        r = run.replayed
+        out.append(f"   replayed at the same level: {r.pairs} (environment, level) pairs, unhinted win rate")
+        out.append(f"     {r.first:.2f} at the first play -> {r.latest:.2f} at the latest, "
+                   f"{r.diff:+.2f} [{r.ci95[0]:+.2f}, {r.ci95[1]:+.2f}] (paired, 95% CI)")
     by_suite: dict[str, list[EvalScore]] = defaultdict(list)
     for s in run.in_run_eval:
         by_suite[s.suite].append(s)
