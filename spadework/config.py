@@ -212,32 +212,36 @@ def _cpu() -> RunConfig:
 
 
 def _cpu_qwen() -> RunConfig:
-    """The mechanism on a CPU with capable small models: a frozen Qwen2.5-Coder-1.5B designer
-    and a Qwen2.5-Coder-0.5B agent trained with LoRA, both sampled by llama.cpp (pull them with
-    ``spadework models pull NAME --accept-unlicensed``). Sized for about 60 minutes on two
-    cores (3 of its 4 iterations took 42 minutes beside another job, peak RSS 13.2 GiB); the
-    README's "What the mechanism does on a CPU" has the measurements behind it.
+    """The mechanism on a CPU: a frozen Qwen2.5-Coder-1.5B designer and a Qwen2.5-Coder-0.5B
+    agent trained with LoRA, both sampled by llama.cpp (pulled on first use: both are Qwen's
+    Apache-2.0 releases, see ``spadework models list``), with the curriculum's levels, the
+    designer's feedback and mutations. Sized for about an hour on two cores, setup not counted;
+    the README's "Measured" section has a run's time, memory and outcome.
 
     Why this shape: one LoRA update of the 0.5B model costs about 40 s per thousand tokens on
-    two cores, so training the designer as well (designs of ~1,500 prompt + 1,024 output tokens
-    each) would double the learner's time; the 0.5B model wrote no accepted environment in 40
-    design attempts, the 1.5B is the larger offline coder. The 1.5B designs with one repair
-    turn fed the checker's reason. The agent's turns are packed per episode
-    (``learner.pack_turns``), which keeps an update to a few minutes. Shaping stays on at 0.2
-    (as in ``cpu``): the 0.5B agent won none of its games in the measured runs, so without
-    shaping its groups would all score alike and give no gradient; with it, the share of
-    well-formed replies rose from 0.17 to 0.92 in three iterations, which is all it taught.
+    two cores, so the designer (designs of ~1,500 prompt + 1,024 output tokens each) stays
+    frozen and adapts in context: each fresh design is shown how the recent designs played
+    (``DesignConfig.feedback``) and a quarter of the slots edit an archived one with its figures
+    (``mutation_ratio``). The 0.5B model wrote no accepted environment in 40 design attempts;
+    the 1.5B is the larger offline coder, with one repair turn fed the checker's reason. Every
+    environment moves one level toward the band after each iteration (``curriculum.
+    adapt_levels``). Five plays per arm: with 4, an environment whose true win rate is one half
+    lands in [0.4, 0.6] only when exactly 2 of 4 are won (37.5%); with 5, 2 or 3 of 5 count
+    (62.5%). Replies end at the first closed box (``play.stop_at_move``). Shaping stays at 0.2
+    (as in ``cpu``): a group the agent never wins still gives a gradient toward well-formed
+    moves. The agent's turns are packed per episode (``learner.pack_turns``).
     """
     return RunConfig(
         preset="cpu-qwen", model="qwen2.5-coder-0.5b-instruct",
         designer_model="qwen2.5-coder-1.5b-instruct", frozen=("designer",),
-        iterations=4, plays=4, train=True, checkpoint_every=1,
+        iterations=6, plays=5, train=True, checkpoint_every=1,
         design=DesignConfig(attempts_per_slot=1, repair_turns=1, max_tokens=1024,
-                            corpus_words=200, memory_positives=1, memory_negatives=1),
+                            corpus_words=200, memory_positives=1, memory_negatives=1,
+                            mutation_ratio=0.25, feedback=True),
         play=PlayConfig(max_turns=4, max_tokens=128, context_tokens=4096, temperature=0.7),
         reward=RewardConfig(format_weight=0.2),
         curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=4, skills_per_regen=2,
-                                    pool_size=3),
+                                    pool_size=4, adapt_levels=True),
         learner=TrainConfig(lr=1e-4, micro_batch_size=2, micro_batch_tokens=4096,
                             gradient_checkpointing=True),
     )

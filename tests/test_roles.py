@@ -167,6 +167,10 @@ def test_the_shipped_ablation_configs_load_and_change_one_thing_each():
     root = Path(__file__).resolve().parents[1] / "configs"
     solve = load_config(root / "cpu-qwen-solve-rate.toml")
     fixed = load_config(root / "cpu-qwen-fixed-pool.toml")
+    quiet = load_config(root / "cpu-qwen-no-feedback.toml")
+    assert (quiet.design.feedback, quiet.design.mutation_ratio) == (False, 0.0)
+    assert quiet.curriculum == base.curriculum and quiet.play == base.play
+    assert fixed.curriculum.adapt_levels and base.design.feedback  # the controller in all three
     assert solve.reward.variant == "solve_rate" and solve.curriculum == base.curriculum
     assert solve.trained_roles == ("agent", "designer") and not solve.shared
     assert fixed.curriculum.designs_per_regen == 0 and fixed.reward == base.reward
