@@ -9,7 +9,8 @@ retrieval). The other 14 still cover every game skill (each has two starter game
 starters have one environment per skill, so "data retrieval" keeps no starter example in a
 run's pool (the designer still writes environments for it).
 
-The suite plays each held-out environment on seeds in ``[2**31, 2**32 - 1)``. Training's episode
+The suite plays each held-out environment at fixed levels, its first and its last (one level
+when it declares none), on seeds in ``[2**31, 2**32 - 1)``. Training's episode
 seeds are ``episode_seed(...) < 2**31 - 1`` (:func:`spadework.seeding.episode_seed`), so the two
 sets are disjoint by construction, not by luck, and the seeds still fit numpy's 32-bit seeding.
 A play is won when its return (final reward of a terminated episode) is positive, the rule of
@@ -72,8 +73,9 @@ class LibrarySuite:
         s = ctx.settings
         envs = [starter_env(name) for name in self.held_out]
         plays = s.items or 8
-        jobs = [PlayJob(env, heldout_seed(ctx.seed, env.name or "", k), "no_hint", k)
-                for env in envs for k in range(plays)]
+        jobs = [PlayJob(env, heldout_seed(ctx.seed, f"{env.name}@{level}" if level > 1 else env.name or "", k),
+                        "no_hint", k, level=level)
+                for env in envs for level in sorted({1, env.levels}) for k in range(plays)]
         cfg = PlayConfig(max_turns=s.max_turns, max_tokens=s.max_tokens,
                          temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
                          batch_size=max(1, s.batch_items))
@@ -96,9 +98,12 @@ class LibrarySuite:
 
         ret = episode_return(ep.rewards, ep.terminated)
         last = ep.turns[-1] if ep.turns else None
+        task = job.env.name or job.env.class_name
+        if job.env.levels > 1:
+            task = f"{task} level {job.level}"
         return Sample(
-            self.name, job.env.name or job.env.class_name, job.env.skill or "",
-            f"{job.env.name}/{job.seed}", 0, job.seed, job.env.env_id,
+            self.name, task, job.env.skill or "",
+            f"{job.env.name}/{job.level}/{job.seed}", 0, job.seed, job.env.env_id,
             response=last.text if last else "", extracted=last.action if last else None,
             reward=ret, correct=ret > 0, status=_STATUS.get(ep.status, "env_error"),
             finish_reason=last.finish_reason if last else "",
