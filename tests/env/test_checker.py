@@ -494,19 +494,21 @@ def test_seeds_passed_to_check_are_bounded():
 
 
 def test_a_slow_init_is_charged_to_the_load_stage(sb):
-    """__init__ sleeps 0.4 s, under the 2 s cap: it passes, and the eight instances the check
-    builds are all on the load stage's row, not on the stages that asked for them."""
+    """__init__ waits 1 s, under the 2 s cap: it passes, and the eight instances the check
+    builds are all on the load stage's row, not on the stages that asked for them. Each of
+    those stages would be charged a whole second if it were; their own work takes milliseconds,
+    so the bound holds on a machine slowed a hundredfold, and no other timing is asserted."""
     code = _variant("    def __init__(self, max_turns=10, **kwargs):\n",
                     "    def __init__(self, max_turns=10, **kwargs):\n"
                     "        lock = dataclasses._thread.allocate_lock()\n"
                     "        lock.acquire()\n"
-                    "        lock.acquire(timeout=0.4)\n").replace("import random\n", "import dataclasses\nimport random\n")
+                    "        lock.acquire(timeout=1.0)\n").replace("import random\n", "import dataclasses\nimport random\n")
     report = check(code, sandbox=sb, module=True)
     assert report.ok, report.results
     rows = {r.stage: r for r in report.results}
-    assert rows["load"].seconds >= 8 * 0.4  # one build of its own and one per later stage's instance
+    assert rows["load"].seconds >= 8 * 1.0  # one build of its own and one per later stage's instance
     later = [rows[s] for s in ("contract", "determinism", "solvable", "visible", "readable", "not_trivial")]
-    assert all(r.seconds < rows["load"].seconds / 2 for r in later), report.results
+    assert all(r.seconds < 1.0 for r in later), report.results
 
 
 def test_progress_reports_numbers_for_every_stage(sb):
