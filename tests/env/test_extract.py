@@ -408,3 +408,18 @@ def test_prose_after_unfenced_code(before: str) -> None:
 def test_prose_that_cannot_be_cut_cleanly_is_refused(reply: str) -> None:
     with pytest.raises(ExtractError, match="no ```python code block"):
         extract_env_module(reply)
+
+
+def test_a_reply_that_forgot_its_imports_gets_them_added_and_says_so():
+    from spadework.designer.examples import GAMES_EXAMPLE
+
+    dropped = GAMES_EXAMPLE.replace("import random\nfrom gameenv import GameEnv\n", "")
+    m = extract_env_module(f"Here it is:\n```python\n{dropped}```\n")
+    assert m.code.startswith("from gameenv import GameEnv\n") and m.class_name == "CompoundInterestEnv"
+    assert m.repairs == ("added the missing import: from gameenv import GameEnv",)
+    uses = "import math\nclass A:\n    def reset(self, seed=None):\n        return str(random.random()), {}\n" \
+           "    def step(self, a):\n        return '', 0.0, True, False, {}\n"
+    m = extract_env_module(f"```python\n{uses}```")
+    assert "import random\n" in m.code and m.repairs == ("added the missing import: import random",)
+    whole = extract_env_module(f"```python\n{GAMES_EXAMPLE}```")
+    assert whole.repairs == () and whole.code.strip() == GAMES_EXAMPLE.strip()

@@ -185,3 +185,24 @@ def test_the_checker_checks_every_level(sb):
     rows = {r.stage: r.reason for r in report.results}
     assert rows["load"].startswith("ParityEnv(max_turns=3) levels 1-2 built")
     assert rows["solvable"].startswith("levels 1-2: solution() wins on all 64 seeds")
+
+
+def test_a_value_stored_under_a_hooks_name_does_not_hide_it_and_level_is_read_only():
+    """Two mistakes of the 1.5B designer (6 of 40 benchmark attempts raised "'str' object is
+    not callable"): it stored its example as ``self.example = ...`` in setup, and assigned
+    ``self.level``. The first now works; the second says what to do."""
+    class Stores(SumEnv):
+        def setup(self, rng):
+            super().setup(rng)
+            self.example = "9"  # shadows the method on the instance
+
+    obs, _ = Stores().reset(seed=1)
+    assert "for example \\boxed{0}" in obs  # the method still answers
+
+    class Overwrites(SumEnv):
+        def setup(self, rng):
+            super().setup(rng)
+            self.level = "hard"
+
+    with pytest.raises(AttributeError, match="self.level is the level the game was built at"):
+        Overwrites()

@@ -61,8 +61,19 @@ class GameEnv:
         if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= levels:
             raise ValueError(f"level must be a whole number from 1 to LEVELS={levels}, got {level!r}")
         self.max_turns = max_turns
-        self.level = level
+        self._level = level
         self.reset()
+
+    @property
+    def level(self):
+        """The level this instance was built at (1 to LEVELS); read-only: a game that assigned
+        it (``self.level = ...`` in setup) would silently change its own difficulty."""
+        return self._level
+
+    @level.setter
+    def level(self, value):
+        raise AttributeError(f"self.level is the level the game was built at ({self._level}); "
+                             "store your own values under another name")
 
     # -- what a subclass writes -----------------------------------------------------------------
 
@@ -103,7 +114,7 @@ class GameEnv:
     def reset(self, seed=None):
         self.turn = 0
         self.done = self.won = self.truncated = False
-        self.setup(random.Random(0 if seed is None else seed))
+        type(self).setup(self, random.Random(0 if seed is None else seed))
         return (f"{self._text('task')}\n{self._how(first=True)}", self.info())
 
     def step(self, action):
@@ -131,7 +142,9 @@ class GameEnv:
     # -- internals ------------------------------------------------------------------------------
 
     def _text(self, name):
-        value = getattr(self, name)()
+        # through the class: a value the game stored under the same name (self.example = "7"
+        # in setup) must not hide its method
+        value = getattr(type(self), name)(self)
         if not isinstance(value, str) or not value.strip():
             raise TypeError(f"{name}() must return a non-empty str, got {value!r}")
         return value.strip()
@@ -149,7 +162,7 @@ class GameEnv:
         return f"You have {moves}. Reply with your next move in a box, for example {box(inner)}."
 
     def _judge(self, move):
-        verdict = self.judge(move)
+        verdict = type(self).judge(self, move)
         if not (isinstance(verdict, (tuple, list)) and len(verdict) == 2
                 and verdict[0] in OUTCOMES and isinstance(verdict[1], str)):
             raise TypeError(f"judge() must return (outcome, message) with outcome one of "
