@@ -12,7 +12,10 @@ truncation (``T = 1`` for greedy decoding). Why: the learner recomputes
 add a per-step constant to every importance ratio. This is what SGLang returns by default and
 what GRPO with truncated importance sampling (TIS) expects. vLLM's default (``--logprobs-mode
 raw_logprobs``) is the distribution *before* temperature; ``spadework.distributed.engines`` starts
-vLLM with ``processed_logprobs`` (after temperature and truncation), the nearer of its modes.
+vLLM with ``processed_logprobs`` (after temperature and truncation), the nearer of its modes,
+which is higher than the convention by ``-log(kept mass)``. The learner scores the convention
+for every sample whatever the backend; :mod:`spadework.train.grpo` says what that costs on vLLM,
+measured.
 """
 
 from __future__ import annotations

@@ -10,6 +10,22 @@ LM head), each sample at the temperature it was drawn with, by the same ``token_
 sampler used, then minimises the loss of :mod:`spadework.train.loss` with gradient accumulation over micro-batches,
 clips the gradient norm and takes one AdamW step. Entropy is logged, not optimised.
 
+The importance ratio, one convention for every backend: a sample's ``logprobs`` and the learner's
+scores are both the log-probability of the sampled token under the model's full softmax at the
+sampling temperature, before top-k/top-p truncation (:mod:`spadework.policy.base`), so the ratio
+measures only how far the weights that scored a token moved from those that sampled it, which
+is what clipping and the TIS cap bound. The sampler's real distribution is the truncated one;
+the difference is the log of the kept set's mass, the same for sampler and learner while the
+token stays in the set. Measured (``benchmarks/kept_mass.py``, the base Qwen2.5-Coder-0.5B
+playing the starters at cpu-qwen's T 0.7, top-k 20, top-p 0.95; 4,591 sampled tokens): the kept
+mass is below 0.9 for 0.2% of tokens and below 0.99 for 19%, at least 0.77, median 1.0; a
+truncated logprob exceeds the convention's by 0.007 nats a token on average, 0.26 at most.
+transformers, llama.cpp, ``spadework serve`` and SGLang report the convention; vLLM cannot (no
+logprobs mode gives the tempered distribution before truncation) and reports the truncated
+one, so on vLLM ``train.importance_ratio`` reads low by about that much (a mean of about 0.993
+for these settings), well inside the clip range [0.8, 1.28] and the TIS cap; the figure shows
+it.
+
 Departure from the reference: the default learning rate is 1e-5, not its 1e-6, because only the
 LoRA matrices train (B starts at zero, and a rank-16 update moves the output far less per unit
 of step than full fine-tuning); 1e-6 on a LoRA barely moves a 135M model in a CPU-sized run.
