@@ -58,12 +58,20 @@ def holds_move(text: str, setting: str) -> bool:
     (False, True)
     >>> holds_move('<tool_call>{"name": "f"}</tool_call>', "tool-use")
     True
+    >>> holds_move("<think>maybe \\\\boxed{1}", "games")  # drafted while thinking: not a move yet
+    False
+
+    Moves are looked for where the rollout's parser looks (``spadework.env.actions.
+    strip_thinking``): after the last ``</think>``, and not inside a ``<think>`` left open.
     """
+    from spadework.env.actions import strip_thinking
+
+    visible = strip_thinking(text)
     if setting == "games":
         from spadework.env.gameenv.boxes import extract_boxed
 
-        return "}" in text and extract_boxed(text) is not None
-    return "</tool_call>" in text or "</answer>" in text
+        return "}" in visible and extract_boxed(visible) is not None
+    return "</tool_call>" in visible or "</answer>" in visible
 
 
 @dataclass(frozen=True)
