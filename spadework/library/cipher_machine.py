@@ -9,13 +9,14 @@ Every encoding seen so far is shown each turn.
 
 Levels (a bigger instance of the same rules at each):
 
-1. a 3-letter word; the rule shifts every letter 1 to 3 places; no examples: probe once, answer;
+1. a 3-letter word; the rule shifts every letter 1 to 3 places, and the task says how many and
+   where each letter of the challenge goes, with one example pair: answer at once;
 2. a 4- or 5-letter word; the rule is one step of any kind; one example pair;
 3. a 6- or 7-letter word; the rule is two steps of different kinds; two example pairs (the
    former starter).
 
 One well-chosen probe as long as the challenge word always settles the rule, so a level needs two
-turns whatever ``max_turns`` is (at least 2).
+turns whatever ``max_turns`` is (at least 2); level 1 needs one.
 
 Actions: ``\\boxed{encode WORD}`` runs the machine on WORD (3 to 12 letters);
 ``\\boxed{answer CODE}`` answers. Reward 1.0 for the right code, 0.0 (terminated) for a wrong
@@ -42,7 +43,7 @@ WORDS = {
         "thunder", "journey", "crystal", "blanket", "orchard", "whistle", "kitchen"),
 }
 # level -> (steps in the rule, examples shown)
-SIZES = {1: (1, 0), 2: (1, 1), 3: (2, 2)}
+SIZES = {1: (1, 1), 2: (1, 1), 3: (2, 2)}
 KINDS = ("shift", "reverse", "rotate", "swap", "mirror")
 SAY = {
     "shift": "every letter moves forward the same number of places along the alphabet (z wraps "
@@ -112,8 +113,7 @@ class CipherMachineEnv(GameEnv):
 
     def task(self):
         if self.level == 1:
-            how = ("The machine encodes a word by a hidden rule: every letter moves forward the "
-                   "same number of places along the alphabet, 1 to 3 places (z wraps around to a).")
+            return self._task_one()
         else:
             steps = "; ".join(SAY[k] for k in KINDS)
             how = (f"The machine encodes a word by a hidden rule: "
@@ -135,6 +135,17 @@ class CipherMachineEnv(GameEnv):
         ]
         return "\n".join(lines)
 
+    def _task_one(self):
+        """Level 1: the shift is stated, with where each letter of the challenge goes; one step
+        to answer (put those letters together)."""
+        k = self.rule[0][1]
+        goes = ", ".join(f"{c} becomes {encode(self.rule, c)}" for c in self.challenge)
+        seen = "".join(f" It turns '{w}' into '{c}'." for w, c in self.examples + self.queries)
+        return (f"A machine moves every letter of a word {k} place{'s' if k > 1 else ''} forward "
+                f"in the alphabet.{seen}\n"
+                f"What does it make of '{self.challenge}'? In '{self.challenge}', {goes}. Write "
+                "answer and the new word. You may answer only once.")
+
     def example(self):
         return "encode " + self._probes()[0]
 
@@ -144,7 +155,9 @@ class CipherMachineEnv(GameEnv):
 
     def judge(self, move):
         move = move.strip()
-        answer = re.fullmatch(r"answer\s*:?\s*([A-Za-z]+)", move, re.IGNORECASE)
+        answer = re.fullmatch(r"(?:answer\s*:?\s*)?([A-Za-z]+)", move, re.IGNORECASE)
+        if answer and answer.group(1).lower() == "encode":  # "encode" alone: a probe without a word
+            answer = None
         probe = re.fullmatch(r"encode\s*:?\s*([A-Za-z]+)", move, re.IGNORECASE)
         forms = f"Write encode and a word, such as {self.example()}, or answer and a code word."
         if answer:
@@ -176,6 +189,8 @@ class CipherMachineEnv(GameEnv):
     def solution(self):
         seen, moves = self.examples + self.queries, []
         left = [r for r in rules(self.level) if all(encode(r, w) == c for w, c in seen)]
+        if self.level == 1:  # the task states the rule
+            left = [self.rule]
         while True:
             outputs = {encode(r, self.challenge) for r in left}
             if len(outputs) == 1:

@@ -7,7 +7,9 @@ near-equal parts (two on the pans, one off the scale).
 
 Levels (a bigger instance of the same rules at each):
 
-1. 3 coins, the fake is known to be heavier: one weighing, then the answer;
+1. 3 coins, the fake is known to be heavier, and one weighing has been made: the fake against
+   another coin, so the answer is read from its result (one move; the example answers with a
+   coin that does not exist, so copying it costs a turn, not the game);
 2. 6 to 9 coins, the fake is known to be heavier: two weighings;
 3. 8 to 12 coins, the fake is heavier or lighter (unknown): three weighings;
 4. 20 to 30 coins, heavier or lighter: four weighings (the former starter's size).
@@ -33,7 +35,7 @@ SKILL = "logical deduction"
 SIZES = {1: (3, 3, True, 1), 2: (6, 9, True, 2), 3: (8, 12, False, 3), 4: (20, 30, False, 4)}
 
 _WEIGH = re.compile(r"^weigh\s*:?\s*(.+?)\s+(?:vs\.?|versus|against|and)\s+(.+)$", re.IGNORECASE)
-_ANSWER = re.compile(r"^answer\s*:?\s*(?:coin\s*)?(\d+)\s*,?\s*(?:is\s+)?(heavy|heavier|light|lighter)?$",
+_ANSWER = re.compile(r"^(?:answer\s*:?\s*)?(?:coin\s*)?(\d+)\s*,?\s*(?:is\s+)?(heavy|heavier|light|lighter)?$",
                      re.IGNORECASE)
 _SAID = {1: "the left pan is heavier", -1: "the right pan is heavier", 0: "the pans balance"}
 
@@ -65,10 +67,16 @@ class CoinBalanceEnv(GameEnv):
         self.fake = rng.choice(self.coins)
         self.heavy = True if self.known_heavy else rng.random() < 0.5
         self.log = []  # (left, right, result): result 1 left heavier, -1 right heavier, 0 balance
+        if self.size == 1:  # the weighing that settles it is already made: read the answer off it
+            pans = [self.fake, rng.choice([c for c in self.coins if c != self.fake])]
+            rng.shuffle(pans)
+            self.log.append(([pans[0]], [pans[1]], self._weigh([pans[0]], [pans[1]])))
 
     # -- what the agent sees ----------------------------------------------------------------------
 
     def task(self):
+        if self.size == 1:
+            return self._task_one()
         listed = ", ".join(map(str, self.coins[:-1])) + f" and {self.coins[-1]}"
         kind = ("It is heavier than the others." if self.known_heavy else
                 "It is either heavier or lighter than the others; you do not know which.")
@@ -89,7 +97,24 @@ class CoinBalanceEnv(GameEnv):
             lines.append("No weighings yet.")
         return "\n".join(lines)
 
+    def _task_one(self):
+        """Level 1: three coins, the fake heavier, a weighing already made; one step to answer."""
+        lines = [f"Coin {self.coins[0]}, coin {self.coins[1]} and coin {self.coins[2]} look alike, "
+                 "but one of them is a fake that is heavier than the others."]
+        for left, right, result in self.log:
+            if result and len(left) == 1:
+                heavy, light = (left, right) if result > 0 else (right, left)
+                lines.append(f"On a balance scale, coin {heavy[0]} is heavier than coin {light[0]}.")
+            else:
+                lines.append(f"On a balance scale, weigh {self._pan(left)} vs {self._pan(right)}: "
+                             f"{_SAID[result]}.")
+        lines.append("Which coin is fake? Write answer, its number and heavy. You may answer only "
+                     "once.")
+        return "\n".join(lines)
+
     def example(self):
+        if self.size == 1:  # the answer's form, with a coin that does not exist: not a move
+            return f"answer {min(set(range(10, 20)) - set(self.coins))} heavy"
         return f"weigh {self.coins[0]} vs {self.coins[1]}"
 
     def judge(self, move):
@@ -100,6 +125,8 @@ class CoinBalanceEnv(GameEnv):
             coin, word = int(answer.group(1)), (answer.group(2) or "").lower()
             if coin not in self.coins:
                 return self.INVALID, f"There is no coin {coin}. {forms}"
+            if not word and self.known_heavy:  # the fake is known to be heavier: the coin says it all
+                word = "heavy"
             if not word:
                 return self.INVALID, f"Say whether coin {coin} is heavy or light. {forms}"
             heavy = word.startswith("heav")

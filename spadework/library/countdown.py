@@ -6,8 +6,9 @@ target is among your numbers. ``undo`` takes back the last operation (it costs a
 
 Levels (the same rules, a longer route each time; never longer than max_turns allows):
 
-1. three numbers from 1 to 9, and the target is the sum or the product of two of them: one
-   operation;
+1. three numbers from 1 to 9, and the target is the sum of two of them, as the task says: one
+   addition (the example adds a number to itself, which is not a move, so copying it costs a
+   turn but not the game);
 2. four numbers (three small, one large); the target needs two operations, no single one
    reaches it;
 3. six numbers (four small, two large); the target needs three operations and no one or two
@@ -145,7 +146,7 @@ class CountdownEnv(GameEnv):
             chain, work, result = [], list(pool), None
             for _ in range(self.steps):
                 i, j = rng.sample(range(len(work)), 2)
-                op = rng.choice("+*" if self.level == 1 else "+-*/")
+                op = "+" if self.level == 1 else rng.choice("+-*/")
                 a, b = work[i], work[j]
                 new = combine(work, i, j, op)
                 if new is None or (op in "*/" and 1 in (a, b)):
@@ -164,6 +165,15 @@ class CountdownEnv(GameEnv):
                 "target": self.target}
 
     def task(self):
+        if self.level == 1:
+            if self.pool == self.start:
+                how = (f"Two of your numbers add up to {self.target}. Which two? Write them with + "
+                       "between them.")
+            else:
+                how = (f"Two of the numbers you were dealt add up to {self.target}. Write undo to "
+                       "take back your last operation, then write those two numbers with + "
+                       "between them.")
+            return f"Your numbers: {', '.join(map(str, self.pool))}\nTarget: {self.target}\n{how}"
         return (f"Your numbers: {', '.join(map(str, self.pool))}\n"
                 f"Target: {self.target}\n"
                 "Rules: pick two of your numbers and add, subtract, multiply or divide them. Both "
@@ -173,6 +183,8 @@ class CountdownEnv(GameEnv):
                 "to take back your last operation.")
 
     def example(self):
+        if self.level == 1:  # not a move (each number is used once): copying it changes nothing
+            return f"{self.pool[0]} + {self.pool[0]}"
         for i in range(len(self.pool)):
             for j in range(i + 1, len(self.pool)):
                 a, b = self.pool[j], self.pool[i]

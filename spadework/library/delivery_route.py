@@ -7,7 +7,8 @@ the reply gives its length and how much longer it is than the shortest possible 
 
 Levels (the same rules; more stops on a bigger map as the level rises):
 
-- 1: 2 stops on a 6x6 map: visit the one nearer the depot first (exactly one order wins);
+- 1: 2 stops on a 6x6 map: visit the one nearer the depot first (exactly one order wins); the
+  task gives the stops' distances from the depot and says so, without the map;
 - 2: 3 stops on an 8x8 map;
 - 3: 5 stops on a 10x10 map;
 - 4: 7 stops on a 10x10 map (5040 orders).
@@ -86,6 +87,8 @@ class DeliveryRouteEnv(GameEnv):
         return "\n".join("  " + "".join(row) for row in grid)
 
     def task(self):
+        if self.stops == 2:
+            return self._task_two()
         n = self.stops
         names = ["the depot"] + [f"stop {i}" for i in range(1, n + 1)]
         stops = "1 and 2" if n == 2 else f"1 to {n}"
@@ -106,6 +109,15 @@ class DeliveryRouteEnv(GameEnv):
             f"A move is the {n} stop numbers in visiting order, separated by spaces, each stop "
             "exactly once."
         )
+
+    def _task_two(self):
+        """Level 1: two stops; the nearer one first is the shortest route, as the task says."""
+        pts = self.points
+        return (f"A courier visits stop 1 and stop 2. Stop 1 is "
+                f"{_blocks_text(blocks(pts[0], pts[1]))} from the depot and stop 2 is "
+                f"{_blocks_text(blocks(pts[0], pts[2]))} from the depot. The shortest route visits "
+                "the nearer stop first. Which stop is nearer the depot? Write the 2 stop numbers in "
+                "visiting order.")
 
     def example(self):
         """The numbering order (never a shortest route from level 2 on), or at level 1 the

@@ -10,8 +10,9 @@ effect of each treatment: how much growth changes when it alone is switched on. 
 
 Levels (the same rules; more treatments to measure as the level rises):
 
-- 1: one treatment, and its greenhouse bed has been grown too: the effect is the difference of
-  the two greenhouse beds (one move; the log overstates it);
+- 1: one treatment that helps (an effect of 1 to 9), and its greenhouse bed has been grown too:
+  the effect is the difference of the two greenhouse beds, as the task says (one move; no log
+  is shown);
 - 2: two treatments; 3: three; 4: all four (four experiments, then the answer).
 
 The number of treatments is capped so that their experiments and the answer fit in max_turns
@@ -33,10 +34,10 @@ SKILL = "causal inference"
 
 TREATMENTS = ("water", "fertilizer", "compost", "music")
 #: Per level: (treatments, rows of the gardener's log).
-LEVEL_SHAPES = {1: (1, 4), 2: (2, 4), 3: (3, 5), 4: (4, 6)}
+LEVEL_SHAPES = {1: (1, 0), 2: (2, 4), 3: (3, 5), 4: (4, 6)}
 EFFECTS = [e for e in range(-5, 13) if e]
 _TEST = re.compile(r"test\s*:?\s*([01](?:[\s,]*[01])*)")
-_ANSWER = re.compile(r"answer\s*:?\s*([-+]?\d+(?:[\s,]+[-+]?\d+)*)")
+_ANSWER = re.compile(r"(?:answer\s*:?\s*)?([-+]?\d+(?:[\s,]+[-+]?\d+)*)")
 
 
 class GardenTrialEnv(GameEnv):
@@ -54,7 +55,7 @@ class GardenTrialEnv(GameEnv):
         self.decoy = rng.randrange(n)
         # The decoy is often useless (the log credits it with the sun's work); with one
         # treatment it always has an effect, so the answer is never a given 0.
-        self.effects = [rng.choice(EFFECTS) for _ in range(n)]
+        self.effects = [rng.choice(EFFECTS if self.level > 1 else range(1, 10)) for _ in range(n)]
         if n > 1 and rng.random() < 0.5:
             self.effects[self.decoy] = 0
         self.base = rng.randint(5, 12)
@@ -80,6 +81,8 @@ class GardenTrialEnv(GameEnv):
         return "\n".join([header] + lines)
 
     def task(self):
+        if self.level == 1:
+            return self._task_one()
         n = len(self.treatments)
         order = ", ".join(self.treatments)
         flags = " ".join(["0"] * (n - 1) + ["1"])
@@ -107,7 +110,18 @@ class GardenTrialEnv(GameEnv):
             f"Moves: {moves} You may answer only once: a wrong answer loses."
         )
 
+    def _task_one(self):
+        """Level 1: one treatment, both greenhouse beds grown; the effect is their difference."""
+        name = self.treatments[0]
+        on = next(g for f, g in self.tests if f[0])
+        off = next(g for f, g in self.tests if not f[0])
+        return (f"In the greenhouse a bed with {name} grew {on} and a bed without {name} grew "
+                f"{off}. The effect of {name} is {on} minus {off}. What is the effect? Write answer "
+                "and the effect as one whole number. You may answer only once.")
+
     def example(self):
+        if self.level == 1:  # a bed already grown: copying it changes nothing
+            return "test 0"
         return "test " + " ".join(["1"] + ["0"] * (len(self.treatments) - 1))
 
     def judge(self, move):

@@ -9,7 +9,9 @@ answer only.
 
 Levels (a bigger instance of the same rules at each):
 
-1. 2 switches, 1 lamp: one flip, then the answer;
+1. 2 switches, 1 lamp, and one switch has already been flipped: the answer is read from what
+   that flip did (one move; the example answers with a switch that does not exist, so copying
+   it costs a turn, not the game);
 2. 3 switches, 2 lamps;
 3. 4 switches, 3 lamps;
 4. 5 switches, 4 lamps (the former starter's size).
@@ -53,6 +55,8 @@ class LightSwitchEnv(GameEnv):
         self.inverted = [rng.random() < 0.5 for _ in self.names]
         self.switches = [rng.random() < 0.5 for _ in range(self.n_switches)]
         self.flips = []  # (switch, names of the lamps that changed)
+        if self.level == 1:  # the flip that settles it is already made: read the answer off it
+            self._toggle(rng.randint(1, self.n_switches))
 
     def lamps(self):
         """Current lamp states: the driver's position, flipped where the wire is inverted."""
@@ -61,6 +65,8 @@ class LightSwitchEnv(GameEnv):
     # -- what the agent sees ----------------------------------------------------------------------
 
     def task(self):
+        if self.level == 1:
+            return self._task_one()
         numbers = list(range(1, self.n_switches + 1))
         lines = [
             f"A closet has {self.n_switches} switch{'es' if self.n_switches > 1 else ''} "
@@ -89,6 +95,17 @@ class LightSwitchEnv(GameEnv):
             lines.append("No flips yet.")
         return "\n".join(lines)
 
+    def _task_one(self):
+        """Level 1: one lamp, a flip already made; one step to answer."""
+        n = self.n_switches
+        lines = [f"Lamp A is wired to one of {n} switches ({_listed(range(1, n + 1))}): flipping "
+                 "that switch changes lamp A, flipping another changes nothing."]
+        for s, names in self.flips:
+            lines.append(f"Flipping switch {s} {'changed' if names else 'did not change'} lamp A.")
+        lines.append("Which switch is lamp A wired to? Write answer and the switch number. You may "
+                     "answer only once.")
+        return "\n".join(lines)
+
     @staticmethod
     def _changed(names):
         if not names:
@@ -96,12 +113,14 @@ class LightSwitchEnv(GameEnv):
         return f"lamp {names[0]} changed" if len(names) == 1 else f"lamps {_listed(names)} changed"
 
     def example(self):
+        if self.level == 1:  # the answer's form, with a switch that does not exist: not a move
+            return f"answer {self.n_switches + 1}"
         return "toggle 1"
 
     def judge(self, move):
         move = move.strip().lower()
         toggle = re.fullmatch(r"(?:toggle|flip|switch)\s*:?\s*(?:switch\s*)?(\d+)", move)
-        answer = re.fullmatch(r"answer\s*:?\s*([\d\s,]+)", move)
+        answer = re.fullmatch(r"(?:answer\s*:?\s*)?([\d\s,]+)", move)
         forms = (f"Write toggle and a switch number from 1 to {self.n_switches}, or answer and "
                  f"{len(self.names)} switch number{'s' if len(self.names) > 1 else ''}.")
         if answer:
@@ -115,10 +134,15 @@ class LightSwitchEnv(GameEnv):
         if not toggle or not 1 <= int(toggle.group(1)) <= self.n_switches:
             return self.INVALID, f"That is not a move. {forms}"
         s = int(toggle.group(1))
+        changed = self._toggle(s)
+        return self.CONTINUE, f"You flip switch {s}: {self._changed(changed)}."
+
+    def _toggle(self, s):
+        """Flip switch s and record which lamps changed."""
         changed = self._flip(s)
         self.switches[s - 1] = not self.switches[s - 1]
         self.flips.append((s, changed))
-        return self.CONTINUE, f"You flip switch {s}: {self._changed(changed)}."
+        return changed
 
     def _flip(self, s):
         """The lamps that change when switch s flips (the feedback an agent sees)."""

@@ -8,13 +8,15 @@ so the game is pure deduction: keep only the codes that agree with everything se
 Levels (a bigger instance of the same rules at each; the colours are drawn per seed from a
 palette of sixteen, so no fixed reply wins across seeds):
 
-1. a code of 2 colours from 2: at most 3 guesses;
+1. a code of 2 different colours from 2, and one guess has been made: the code's colours the
+   wrong way round, which the task points out (one guess; the example is that guess again, so
+   copying it costs a turn only);
 2. 2 colours from 3: at most 3 guesses;
 3. 3 colours from 4: at most 4 guesses;
 4. 4 colours from 6 (the classic game): at most 6 guesses with the strategy of ``solution()``.
 
-Under a tighter ``max_turns`` the game plays the largest level whose guesses fit (levels 1 and 2
-need 3 turns, level 3 needs 4, level 4 needs 6). The example move shown is a random guess other
+Under a tighter ``max_turns`` the game plays the largest level whose guesses fit (level 1 needs
+1 turn, level 2 needs 3, level 3 needs 4, level 4 needs 6). The example move shown is a random guess other
 than the code.
 
 Action: ``\\boxed{red blue}``, the code's colours in order separated by spaces. Reward 1.0 when
@@ -35,7 +37,7 @@ SKILL = "logical deduction"
 PALETTE = ("red", "blue", "green", "yellow", "white", "black", "pink", "orange", "purple",
            "brown", "grey", "gold", "silver", "navy", "teal", "lime")
 # level -> (code length, colours, guesses the solution needs at most)
-SIZES = {1: (2, 2, 3), 2: (2, 3, 3), 3: (3, 4, 4), 4: (4, 6, 6)}
+SIZES = {1: (2, 2, 1), 2: (2, 3, 3), 3: (3, 4, 4), 4: (4, 6, 6)}
 # the first guess of each size, as colour indices; the others are chosen from the feedback
 OPENERS = {(2, 2): (0, 1), (2, 3): (0, 1), (3, 4): (0, 0, 1), (4, 6): (0, 0, 1, 1)}
 # (length, colours, codes still possible) -> next guess; the same for every seed, kept per process
@@ -59,10 +61,15 @@ class MastermindEnv(GameEnv):
         self.length, count, _ = SIZES[self.size]
         picked = set(rng.sample(range(len(PALETTE)), count))
         self.colours = [c for i, c in enumerate(PALETTE) if i in picked]
+        self.history = []  # (guess as colour indices, (exact, partial))
+        if self.size == 1:  # two different colours; the guess made has them the wrong way round
+            self.code = tuple(rng.sample(range(count), 2))
+            self.shown = self.code[::-1]  # the example: that guess again (it cannot win)
+            self.history.append((self.shown, score(self.code, self.shown)))
+            return
         self.code = tuple(rng.randrange(count) for _ in range(self.length))
         others = [g for g in itertools.product(range(count), repeat=self.length) if g != self.code]
         self.shown = rng.choice(others)  # the example move: any guess but the code
-        self.history = []  # (guess as colour indices, (exact, partial))
 
     def _say(self, guess):
         return " ".join(self.colours[i] for i in guess)
@@ -70,6 +77,8 @@ class MastermindEnv(GameEnv):
     # -- what the agent sees ----------------------------------------------------------------------
 
     def task(self):
+        if self.size == 1:
+            return self._task_one()
         names = ", ".join(self.colours[:-1]) + f" or {self.colours[-1]}"
         lines = [
             f"Find the secret code: {self.length} colours in a row, each one of {names} "
@@ -83,6 +92,17 @@ class MastermindEnv(GameEnv):
             lines += [f"  {self._say(g)}: {self._counts(e, p)}" for g, (e, p) in self.history]
         else:
             lines.append("No guesses yet.")
+        return "\n".join(lines)
+
+    def _task_one(self):
+        """Level 1: a guess with both colours in the wrong place is shown; swap them."""
+        first = self._say(self.history[0][0])
+        lines = [f"Find the secret code: 2 different colours in a row, {self.colours[0]} and "
+                 f"{self.colours[1]} in some order.", "Your guesses so far:"]
+        lines += [f"  {self._say(g)}: {self._counts(e, p)}" for g, (e, p) in self.history]
+        lines += [f"Both colours of {first} are in the wrong place, so the code has them the "
+                  "other way round. What is the code?",
+                  "Guess by writing 2 colours separated by spaces."]
         return "\n".join(lines)
 
     @staticmethod

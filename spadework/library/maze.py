@@ -8,7 +8,9 @@ stopped.
 
 Levels (the same rules; a bigger maze and a longer route as the level rises):
 
-- 1: 3x3 rooms (a 7x7 map); the goal is 2 to 4 squares away in a straight open line: one move;
+- 1: 3x3 rooms (a 7x7 map); the goal is 2 squares away (the next room) in a straight open line,
+  which the task points out, asking which way it is: one move (the example walks into a wall,
+  so copying it costs a turn only);
 - 2: 4x3 rooms; the shortest route has 2 or 3 straight legs;
 - 3: 5x4 rooms; 4 to 6 legs;
 - 4: 6x5 rooms (13x11 map); 7 to 14 legs, the route bends many times.
@@ -111,7 +113,7 @@ class MazeEnv(GameEnv):
                 path = shortest_path(grid, start, goal)
                 legs = runs(path)
                 if (least <= len(legs) <= most and len(path) > squares
-                        and (len(legs) > 1 or legs[0][1] <= 4)):
+                        and (len(legs) > 1 or legs[0][1] <= (2 if self.level == 1 else 4))):
                     self.grid, self.pos, self.goal = grid, start, goal
                     return
 
@@ -133,6 +135,12 @@ class MazeEnv(GameEnv):
         return "\n".join(rows)
 
     def task(self):
+        if self.level == 1 and len(runs(shortest_path(self.grid, self.pos, self.goal))) == 1:
+            line = "row" if self.pos[0] == self.goal[0] else "column"
+            return ("Walk from @ to the goal G.\n" + self._map() + "\n"
+                    f"You are at {self._where(self.pos)}; the goal is at {self._where(self.goal)}, "
+                    f"in the same {line} with no wall between. Which way is the goal: up, down, "
+                    "left or right? Write that direction and the number of squares to walk.")
         return (
             "Walk through the maze from @ to the goal G.\n" + self._map() + "\n"
             "Legend: # wall, . floor, @ you, G goal. Rows are counted from 1 at the top line of "
@@ -151,6 +159,9 @@ class MazeEnv(GameEnv):
         first = legs[0][0] if legs else None
         r, c = self.pos
         open_ = [d for d, (dr, dc) in DIRECTIONS.items() if self.grid[r + dr][c + dc] != "#"]
+        walls = [d for d in DIRECTIONS if d not in open_]
+        if self.level == 1 and walls:  # into a wall: copying it changes nothing
+            return f"{walls[0]} 1"
         others = [d for d in open_ if d != first] or open_ or ["up"]
         return f"{others[0]} 1"
 

@@ -7,7 +7,8 @@ and the opponent never lets go.
 
 Levels (the same rules, more piles; every deal is won by perfect play within max_turns moves):
 
-1. one pile of 2 to 9 stones: take them all;
+1. one pile of 1 to 3 stones: take them all (the task asks how many to take; the example takes
+   none, which is not a move, so copying it costs a turn but not the game);
 2. two unequal piles of 1 to 6 stones: make them equal, then copy the opponent;
 3. three or four piles of 1 to 7 stones (9 to 20 in all): the nim-sum strategy, move so that the
    XOR of the pile sizes becomes zero (the original game; up to 12 stones a pile when max_turns
@@ -71,7 +72,7 @@ def deal(rng, level, max_turns):
     Level 3 within three moves is mostly "take the big pile" deals, so there piles grow to 12
     stones (7 to 30 in all), else the few deals that fit repeat too often to need reading."""
     if level == 1:
-        return [rng.randint(2, 9)]
+        return [rng.randint(1, 3)]
     if level == 2:
         a, b = rng.sample(range(1, 7), 2)
         return [a, b]
@@ -109,6 +110,12 @@ class NimEnv(GameEnv):
         return {"turn": self.turn, "level": self.level, "piles": list(self.piles)}
 
     def task(self):
+        if len(self.piles) == 1:
+            p = self.piles[0]
+            many = f"any number of stones from 1 to {p}" if p > 1 else "the 1 stone"
+            return (f"There is one pile of {p} stone{'s' if p > 1 else ''}. Whoever takes the last "
+                    f"stone wins. You may take {many}. How many do you take? Write the pile number "
+                    "1 and how many stones you take.")
         rows = "\n".join(f"Pile {i + 1}: {p} stone{'s' if p != 1 else ''} {'|' * p}"
                          for i, p in enumerate(self.piles))
         many = len(self.piles) > 1
@@ -120,7 +127,10 @@ class NimEnv(GameEnv):
 
     def example(self):
         """The first move (piles in order, fewest stones first) that neither wins the game nor
-        is the last move of the solution, so the first observation never prints the answer."""
+        is the last move of the solution, so the first observation never prints the answer.
+        With one pile every such move loses, so the example takes no stone (not a move)."""
+        if len(self.piles) == 1:
+            return "1 0"
         for i, p in enumerate(self.piles):
             for k in range(1, p + 1):
                 after = self.piles[:i] + [p - k] + self.piles[i + 1:]

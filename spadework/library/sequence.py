@@ -6,7 +6,8 @@ right predictions win (never more than max_turns allows).
 
 Levels (the same rules and moves, longer sequences with harder rules):
 
-1. five terms of a sequence that adds the same small step (2 to 5) each time; predict one term;
+1. five terms of a sequence that adds the same small step (2 to 5) each time, and the task
+   states the step ("each number is 3 more than the one before"); predict one term;
 2. six terms; the rule adds a constant step (it may be negative), repeats a cycle of three steps
    or has steps that grow by a constant; predict two terms;
 3. seven terms; the rule comes from seven families (the three above, ratios, two-term
@@ -141,6 +142,11 @@ class SequenceEnv(GameEnv):
         return {"turn": self.turn, "level": self.level, "known": self.known}
 
     def task(self):
+        if self.level == 1:  # the rule is stated: one addition, a one-step question
+            step = self.terms[1] - self.terms[0]
+            return (f"Sequence: {', '.join(map(str, self.terms[:self.known]))}, ?\n"
+                    f"Each number is {step} more than the one before. What is the next number?\n"
+                    "Write a move as one whole number.")
         needed = self.shown + self.to_predict - self.known
         return (f"Sequence: {', '.join(map(str, self.terms[:self.known]))}, ?\n"
                 f"Find the rule of this sequence of whole numbers and predict the next term. A "
@@ -150,6 +156,8 @@ class SequenceEnv(GameEnv):
                 "Write a move as one whole number (it may be negative).")
 
     def example(self):
+        if self.level == 1:  # the first term: plainly not the next one
+            return str(self.terms[0])
         return str(self.terms[self.known - 1])
 
     def judge(self, move):

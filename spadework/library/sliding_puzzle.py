@@ -9,7 +9,8 @@ tried.
 
 Levels (the same rules; the tray is scrambled further as the level rises):
 
-- 1: one slide from the goal (slide the tile that sits where the goal has the empty square);
+- 1: one slide from the goal (slide the tile that sits where the goal has the empty square, as
+  the task points out; the example is a tile that cannot move, so copying it costs a turn only);
 - 2: 2 or 3 slides;
 - 3: 5 to 7 slides;
 - 4: 10 to 14 slides, as the classic starter.
@@ -130,11 +131,24 @@ class SlidingPuzzleEnv(GameEnv):
             "A move slides one tile that is next to the empty square (above, below, left or right "
             "of it) into the empty square; the tile's old place becomes empty. Tiles you can "
             f"slide now: {', '.join(map(str, self.movable()))}. A move is the tile's number."
+            + self._one_slide()
         )
+
+    def _one_slide(self):
+        """Level 1: say where the goal's empty square is, while one slide reaches the goal."""
+        if self.level != 1 or self.state == self.goal or len(solve(self.state, self.goal, 1) or []) != 1:
+            return ""
+        r, c = divmod(self.goal.index(0), 3)
+        return (f"\nOne slide solves it: slide the tile that is now where the goal has its empty "
+                f"square, at row {r + 1}, column {c + 1}. Which tile is at row {r + 1}, column "
+                f"{c + 1} of the tray?")
 
     def example(self):
         """A movable tile that is not the first slide of a shortest solution."""
         plan = solve(self.state, self.goal) or []
+        if self.level == 1:  # a tile that cannot move: copying it changes nothing
+            stuck = [t for t in range(1, 9) if t not in self.movable()]
+            return str(stuck[0])
         others = [t for t in self.movable() if not plan or t != plan[0]]
         return str(others[0])
 
