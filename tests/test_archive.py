@@ -596,14 +596,14 @@ def test_import_starter_is_idempotent_and_complete(arc: Archive) -> None:
 
 
 def test_starters_rechecked_under_another_turn_limit_take_its_verdict(arc: Archive) -> None:
-    """Mastermind needs 3 guesses even at its first level: at max_turns=2 it is stored as
-    rejected at solvable, and checked at 8 again it is accepted again."""
+    """Nim's second level needs two moves: at max_turns=1 it is stored as rejected at solvable,
+    and checked at 8 again it is accepted again."""
     arc.import_starter(starter_records(8))
-    assert arc.import_starter(starter_records(2)) == len(starter_envs())
-    puzzle = next(r for r in arc.list_envs() if r.name == "mastermind")
-    assert (puzzle.status, puzzle.failed_stage, puzzle.report.max_turns) == ("rejected", "solvable", 2)
-    assert "max_turns=2" in puzzle.reason and puzzle.reason.startswith("level 1: ")
-    assert arc.starters_checked_at(2)
+    assert arc.import_starter(starter_records(1)) == len(starter_envs())
+    puzzle = next(r for r in arc.list_envs() if r.name == "nim")
+    assert (puzzle.status, puzzle.failed_stage, puzzle.report.max_turns) == ("rejected", "solvable", 1)
+    assert "max_turns=1" in puzzle.reason and puzzle.reason.startswith("level 2: ")
+    assert arc.starters_checked_at(1)
     arc.import_starter(starter_records(8))
     assert arc.get_env(puzzle.env_id).status == "accepted"
     with pytest.raises(ArchiveError, match="add_env"):

@@ -130,9 +130,8 @@ LOCK = (ROOT / "tests" / "fixtures" / "envs" / "good" / "combination_lock.py").r
 
 def test_designs_and_starters_are_checked_under_the_play_turn_limit(tmp_path, cfg):
     """Played with one turn, a design whose solution needs 5 moves (valid at the checker's
-    default of 20) is rejected at solvable, and the coin balance starter, which needs a weighing
-    before its answer even at level 1, is never played; every report records the limit it was
-    checked with."""
+    default of 20) is rejected at solvable, and the nim starter, whose second level needs two
+    moves, is never played; every report records the limit it was checked with."""
     def script(conv, turn):
         if conv.messages[0]["role"] == "system" and "design" in conv.messages[0]["content"]:
             return f"```python\n{LOCK}\n```"
@@ -147,7 +146,7 @@ def test_designs_and_starters_are_checked_under_the_play_turn_limit(tmp_path, cf
         assert lock.report.max_turns == 1 and "max_turns=1" in lock.reason
         envs = {r.name: r for r in a.list_envs() if r.origin == "starter"}
         assert {r.report.max_turns for r in envs.values()} == {1}
-        puzzle = envs["coin_balance"]
+        puzzle = envs["nim"]
         assert (puzzle.status, puzzle.failed_stage) == ("rejected", "solvable")
         played = {e.env_id for e in a.episodes()}
         games = {r.env_id for r in envs.values() if r.setting == "games" and r.status == "accepted"

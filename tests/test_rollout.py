@@ -33,11 +33,11 @@ def bad_env(name: str) -> EnvSource:
     return EnvSource(code=code, class_name=find_env_class(code))
 
 
-def solutions_for(sb, env: EnvSource, seeds, max_turns: int) -> dict[str, list[str]]:
+def solutions_for(sb, env: EnvSource, seeds, max_turns: int, level: int | None = None) -> dict[str, list[str]]:
     """First observation -> the winning replies, computed by the environment itself."""
     out = {}
     for seed in seeds:
-        with sb.load(env.code, max_turns=max_turns, class_name=env.class_name) as h:
+        with sb.load(env.code, max_turns=max_turns, class_name=env.class_name, level=level) as h:
             obs, _ = h.reset(seed=seed)
             sol = h.solution()
         out[obs] = [sol] if isinstance(sol, str) else list(sol)
@@ -211,9 +211,9 @@ def test_progress_moves_every_turn_and_counts_an_early_end_as_done(sb):
     """Batched episodes mostly end together at the last turn, so progress counts turns: it
     rises after every turn, an episode won early counts its unplayed turns as done, and the
     last call reports every turn done."""
-    env = starter_env("nim")
-    jobs = [PlayJob(env, 2, "no_hint", 0), PlayJob(env, 3, "no_hint", 1)]
-    wins = solutions_for(sb, env, {2}, 8)
+    env = starter_env("nim")  # its top level: level 1's few piles repeat across seeds
+    jobs = [PlayJob(env, 2, "no_hint", 0, level=env.levels), PlayJob(env, 3, "no_hint", 1, level=env.levels)]
+    wins = solutions_for(sb, env, {2}, 8, level=env.levels)
 
     # seed 2 follows its solution; seed 3 gets a reply that never parses, until truncated
     script = solution_script(wins, fallback="I am not sure.")
