@@ -288,7 +288,8 @@ def _train_one(ctx: RunContext, it: _Iteration, t: RoleTrainer, samples: list[An
         who = "" if t.name == "policy" else f"{t.name} model: "
         ctx.progress.stage("train", f"{who}{len(samples)} samples "
                            f"({sum(s.role == 'designer' for s in samples)} designer)")
-        figures.update(t.learner.step(samples))
+        figures.update(t.learner.step(
+            samples, progress=lambda done, total: ctx.progress.advance("train", done, total)))
         ctx.progress.stage("train", who + "loss " + ", ".join(
             f"{role} {figures[f'loss_{role}']:+.4f}" for role in ROLES if figures.get(f"loss_{role}") is not None))
         if t.sync is not None:

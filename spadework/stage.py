@@ -31,7 +31,8 @@ class EnvSandbox(Protocol):
 class Trainer(Protocol):
     """What the loop needs of a learner (:class:`spadework.train.Learner`)."""
 
-    def step(self, samples: Sequence[Sample]) -> dict[str, Any]: ...
+    def step(self, samples: Sequence[Sample], progress: Callable[[int, int], None] | None = None
+             ) -> dict[str, Any]: ...
 
     def save(self, directory: str | Path) -> Path: ...
 

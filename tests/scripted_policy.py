@@ -221,7 +221,7 @@ class RecordingLearner:
     def __init__(self):
         self.steps: list[list] = []
 
-    def step(self, samples):
+    def step(self, samples, progress=None):
         self.steps.append(list(samples))
         return {"loss": 0.0, "samples": float(len(samples)), "grad_norm": 1.0}
 

@@ -37,7 +37,7 @@ class LossLearner:
     def __init__(self) -> None:
         self.reported: list[dict[str, float | None]] = []
 
-    def step(self, samples):
+    def step(self, samples, progress=None):
         n = {role: sum(1 for s in samples if s.role == role) for role in ("agent", "designer")}
         figures = {f"loss_{role}": (0.01 * (len(self.reported) + 1) * k if k else None)
                    for role, k in n.items()}

@@ -66,7 +66,7 @@ class LearnerWorker:
                 "device": str(next(self.learner.model.parameters()).device)}
 
     def step(self, samples: Sequence[Any]) -> dict[str, Any]:
-        return self.learner.step(samples)
+        return self.learner.step(samples)  # progress stays on the worker: the driver sees the end
 
     def steps(self) -> int:
         return self.learner.steps
@@ -132,8 +132,9 @@ class RayLearner:
 
         return ray.get(self.workers[0].steps.remote())
 
-    def step(self, samples: Sequence[Any]) -> dict[str, Any]:
-        """One step on every replica; the figures are the whole batch's (rank 0's)."""
+    def step(self, samples: Sequence[Any], progress: Any = None) -> dict[str, Any]:
+        """One step on every replica; the figures are the whole batch's (rank 0's).
+        ``progress`` is not reported across processes (the step's end is)."""
         return self._all("step", list(samples))[0]
 
     def _rank0(self, method: str, *args: Any) -> Any:

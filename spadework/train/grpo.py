@@ -39,7 +39,7 @@ import os
 import time
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,8 +194,11 @@ class Learner:
         whole tensors, gathered from every replica when sharded (all replicas must call it)."""
         return {n: whole(p.detach()) for n, p in self.model.named_parameters() if p.requires_grad}
 
-    def step(self, samples: Sequence[Sample]) -> dict[str, float]:
+    def step(self, samples: Sequence[Sample], progress: Callable[[int, int], None] | None = None
+             ) -> dict[str, float]:
         """One optimizer step over all ``samples``; returns the step's statistics (floats).
+        ``progress(done, total)`` is told after each micro batch's backward pass (a step of a
+        large model takes minutes on a CPU).
 
         Keys: loss, pg_loss, kl, entropy (nats per token), clip_frac, ratio_mean, ratio_max (PPO
         ratio), tis_mean (the capped weight), grad_norm (before clipping), step_skipped (1 when
@@ -223,11 +226,12 @@ class Learner:
         before = torch.get_num_threads()
         torch.set_num_threads(self.cfg.threads or len(os.sched_getaffinity(0)))
         try:
-            return self._step(samples)
+            return self._step(samples, progress)
         finally:
             torch.set_num_threads(before)
 
-    def _step(self, samples: Sequence[Sample]) -> dict[str, float]:
+    def _step(self, samples: Sequence[Sample], progress: Callable[[int, int], None] | None
+              ) -> dict[str, float]:
         import torch
 
         t0 = time.perf_counter()
@@ -247,7 +251,7 @@ class Learner:
             for _ in range(rounds - len(micros)):
                 loss, _, _ = self._micro_loss(every[0], total_tokens, len(samples))
                 (loss * 0.0).backward()
-        for micro in micros:
+        for done, micro in enumerate(micros, 1):
             loss, terms, extra = self._micro_loss(micro, total_tokens, len(samples))
             (loss * self.dp.world if self.sharded else loss).backward()  # FSDP averages: make it a sum
             sums["loss"] += float(loss.detach())
@@ -261,6 +265,8 @@ class Learner:
             sums["tis"] += float(terms["tis"].sum())
             ratios.add(terms["sample_ratio"], [s.role for s in micro for _ in range(s.n_tokens)])
             maxima["ratio_max"] = max(maxima["ratio_max"], float(terms["ratio"].max()))
+            if progress is not None:
+                progress(done, len(micros))
         if self.dp is not None:
             if not self.sharded:  # FSDP has reduce-scattered them already
                 sum_gradients(self.params, self.dp)

@@ -45,6 +45,13 @@ def test_on_policy_first_step_has_unit_ratios_despite_padding(tiny_policy):
     assert stats["grad_norm"] > 0 and stats["entropy"] > 0
 
 
+def test_progress_is_told_after_each_micro_batch(tiny_policy):
+    told = []
+    Learner(tiny_policy, TrainConfig(micro_batch_size=2)).step(
+        samples_for(tiny_policy, n=5), progress=lambda done, total: told.append((done, total)))
+    assert told == [(1, 3), (2, 3), (3, 3)]
+
+
 @pytest.mark.parametrize("aggregation", ["token", "sequence"])
 def test_role_losses_add_up_to_the_loss_and_follow_each_roles_advantages(tiny_policy, aggregation):
     samples = samples_for(tiny_policy, n=9)
