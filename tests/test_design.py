@@ -56,7 +56,7 @@ def test_accepted_design_is_archived_with_its_sample(sb, archive):
     rec = archive.get_env(a.env_id)
     assert rec.status == "accepted" and rec.skill == GAMES[0].name and rec.doc_id
     assert [r.stage for r in rec.report.results][:2] == ["extract", "static"] and rec.report.ok
-    assert seen == [(1, 1), (1, 1)]  # one attempt judged; the call ends with all it may make
+    assert seen == [(0, 1), (1, 1), (1, 1)]  # a bar from the start, one attempt judged, the end
 
 
 def test_every_rejection_stage_is_recorded(sb, archive):

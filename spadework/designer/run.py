@@ -211,6 +211,7 @@ class DesignRun:
     def run(self, slot_skills: Sequence[Skill]) -> list[DesignResult]:
         slots = [self._plan(i, skill) for i, skill in enumerate(slot_skills)]
         self.total = len(slots) * self.cfg.attempts_per_slot * (1 + self.cfg.repair_turns)
+        self.progress(0, self.total)  # a bar with its clock from the start: a batch takes minutes
         for r in range(self.cfg.attempts_per_slot):
             open_slots = [s for s in slots if s.env is None]
             if not open_slots:
