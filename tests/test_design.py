@@ -146,11 +146,28 @@ def test_memory_examples_and_warnings_appear_in_the_prompt(sb, archive):
     good, easy = by_name["countdown"], by_name["nim"]
     archive.record_env_stats(good.env_id, 0, plays=10, wins=5, regret=0.3)
     archive.record_env_stats(easy.env_id, 0, plays=10, wins=10, regret=0.0)
-    (res,) = run(ScriptedPolicy([["junk"]]), sb, archive, 1, skills=[skill], iteration=1)
+    roomy = DesignConfig(attempts_per_slot=1, example_share=10.0)  # the starters are long modules
+    (res,) = run(ScriptedPolicy([["junk"]]), sb, archive, 1, cfg=roomy, skills=[skill], iteration=1)
     prompt = res.attempts[0].messages[1]["content"]
     assert good.code.strip() in prompt and "win rate 0.50" in prompt
     assert "too easy" in prompt and "class NimEnv" in prompt and easy.code.strip() not in prompt
     assert set(res.attempts[0].memory_ids) == {good.env_id, easy.env_id}
+
+
+def test_memory_longer_than_the_reply_budget_is_not_shown(sb, archive):
+    """A designer imitates its examples: a module longer than it may write is cut before its end."""
+    archive.import_starter(starter_records())
+    countdown = next(e for e in starter_envs() if e.name == "countdown")
+    archive.record_env_stats(countdown.env_id, 0, plays=10, wins=5, regret=0.3)
+    skill = skill_named("mathematical reasoning")
+    cfg = DesignConfig(attempts_per_slot=1, max_tokens=1024)
+    assert len(countdown.code) > cfg.example_chars
+    (res,) = run(ScriptedPolicy([["junk"]]), sb, archive, 1, cfg=cfg, skills=[skill], iteration=1)
+    assert countdown.code.strip() not in res.attempts[0].messages[1]["content"]
+    assert countdown.env_id not in res.attempts[0].memory_ids
+    wide = DesignConfig(attempts_per_slot=1, max_tokens=len(countdown.code))
+    (res,) = run(ScriptedPolicy([["junk"]]), sb, archive, 1, cfg=wide, skills=[skill], iteration=1)
+    assert countdown.code.strip() in res.attempts[0].messages[1]["content"]
 
 
 def test_memory_is_dropped_to_fit_the_context(sb, archive):
@@ -170,6 +187,8 @@ def test_config_errors_name_the_setting():
         DesignConfig(rejected_first_attempts="maybe")
     with pytest.raises(ConfigError, match="mutation_ratio"):
         DesignConfig(mutation_ratio=1.5)
+    with pytest.raises(ConfigError, match="example_share"):
+        DesignConfig(example_share=0)
 
 
 def test_skills_must_match_the_setting(sb, archive):

@@ -50,7 +50,7 @@ def test_archived_positives_replace_the_example(sb, archive):
     archive.record_env_stats(countdown.env_id, 0, plays=10, wins=5, regret=0.3)
     (res,) = design_environments(ScriptedPolicy([["junk"]]), sb, archive, corpus(), n=1, iteration=1,
                                  run_seed=1, skills=[skill_named("mathematical reasoning")],
-                                 cfg=DesignConfig(attempts_per_slot=1), check_config=CheckConfig())
+                                 cfg=DesignConfig(attempts_per_slot=1, example_share=10.0), check_config=CheckConfig())
     prompt = res.attempts[0].messages[1]["content"]
     assert countdown.code.strip() in prompt and "CompoundInterestEnv" not in prompt
 

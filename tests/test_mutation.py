@@ -56,6 +56,15 @@ def test_parent_outside_the_band_when_nothing_is_in_it(archive):
     assert picks == {knap.env_id, STARTERS["delivery_route"].env_id}  # unplayed ones are eligible too
 
 
+def test_no_parent_longer_than_the_designer_may_write(archive):
+    knap, route = STARTERS["knapsack"], STARTERS["delivery_route"]
+    short = min(len(knap.code), len(route.code))
+    picks = {choose_parent(archive, OPT, run_seed=0, iteration=1, slot=s, max_chars=short).env_id
+             for s in range(20)}
+    assert picks == {knap.env_id if len(knap.code) == short else route.env_id}
+    assert choose_parent(archive, OPT, run_seed=0, iteration=1, slot=0, max_chars=short - 1) is None
+
+
 def test_no_parent_without_accepted_envs(tmp_path):
     with Archive.open(tmp_path / "a.sqlite") as empty:
         assert choose_parent(empty, OPT, run_seed=0, iteration=0, slot=0) is None
@@ -77,7 +86,8 @@ def test_mutated_child_records_its_lineage(archive):
     policy = ScriptedPolicy([[fenced(GOOD_CODE)]])
     with box:
         (res,) = design_environments(policy, box, archive, corpus(), n=1, iteration=1, run_seed=0,
-                                     skills=[OPT], cfg=DesignConfig(attempts_per_slot=1, mutation_ratio=1.0),
+                                     skills=[OPT], cfg=DesignConfig(attempts_per_slot=1, mutation_ratio=1.0,
+                                                                    example_share=10.0),
                                      check_config=CheckConfig(trivial_episodes=8))
     assert res.env is not None and res.parent_id in (knap.env_id, STARTERS["delivery_route"].env_id)
     rec = archive.get_env(res.env.env_id)

@@ -66,17 +66,20 @@ def _check_rate(x: float, name: str) -> None:
 
 
 def memory_examples(archive: Queryable, skill: str | None, *, lo: float = 0.15, hi: float = 0.85,
-                    k: int = 2, setting: str | None = None) -> list[MemoryPositive]:
+                    k: int = 2, setting: str | None = None,
+                    max_chars: int | None = None) -> list[MemoryPositive]:
     """Accepted environments of ``skill`` whose latest win rate lies in ``[lo, hi]``, best first.
 
     Ranked by regret (descending; none last), then the most recently played, then env id.
-    ``skill=None`` matches every skill.
+    ``skill=None`` matches every skill; ``max_chars`` leaves out code longer than that.
     """
     _check_rate(lo, "lo")
     _check_rate(hi, "hi")
     if lo > hi:
         raise ArchiveError(f"lo must be <= hi, got lo={lo}, hi={hi}")
     extra, params = _filters(skill, setting)
+    if max_chars is not None:
+        extra, params = extra + " AND length(e.code) <= ?", [*params, int(max_chars)]
     sql = (_BASE + extra + " AND s.win_rate BETWEEN ? AND ? ORDER BY s.regret IS NULL, "
            "s.regret DESC, s.last_played_iteration DESC, e.env_id LIMIT ?")
     rows = archive.query(sql, [*params, lo, hi, max(0, int(k))])

@@ -501,11 +501,12 @@ class Archive:
     # -- memory and seeding -------------------------------------------------------------------
 
     def memory_examples(self, skill: str | None, *, lo: float = 0.15, hi: float = 0.85,
-                        k: int = 2, setting: str | None = None) -> list[MemoryPositive]:
+                        k: int = 2, setting: str | None = None,
+                        max_chars: int | None = None) -> list[MemoryPositive]:
         """See :func:`spadework.archive.memory.memory_examples`."""
         from spadework.archive.memory import memory_examples
 
-        return memory_examples(self, skill, lo=lo, hi=hi, k=k, setting=setting)
+        return memory_examples(self, skill, lo=lo, hi=hi, k=k, setting=setting, max_chars=max_chars)
 
     def memory_negatives(self, skill: str | None, *, k: int = 1, too_easy: float = 0.9,
                          too_hard: float = 0.1, setting: str | None = None) -> list[MemoryNegative]:

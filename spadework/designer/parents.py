@@ -71,11 +71,13 @@ def wants_mutation(ratio: float, run_seed: int, iteration: int, slot: int) -> bo
 
 
 def choose_parent(archive: Any, skill: Skill, *, run_seed: int, iteration: int, slot: int,
-                  lo: float = EASIER_BELOW, hi: float = HARDER_ABOVE) -> Parent | None:
-    """A seeded choice among the skill's accepted environments, preferring win rates in [lo, hi];
-    None when the skill has no accepted environment. ``archive`` is an open
-    :class:`spadework.archive.Archive`."""
-    envs = archive.list_envs(status="accepted", skill=skill.name, setting=skill.setting)
+                  lo: float = EASIER_BELOW, hi: float = HARDER_ABOVE,
+                  max_chars: int | None = None) -> Parent | None:
+    """A seeded choice among the skill's accepted environments (of at most ``max_chars``
+    characters of code), preferring win rates in [lo, hi]; None when the skill has none.
+    ``archive`` is an open :class:`spadework.archive.Archive`."""
+    envs = [e for e in archive.list_envs(status="accepted", skill=skill.name, setting=skill.setting)
+            if max_chars is None or len(e.code) <= max_chars]
     if not envs:
         return None
     rated = [(e, archive.env_stats(e.env_id)) for e in envs]
