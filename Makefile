@@ -7,8 +7,14 @@ export PYTHONHASHSEED ?= 0
 setup:
 	@bash scripts/setup.sh
 
+# The main job: the cpu-qwen preset (a frozen Qwen2.5-Coder-1.5B designer, a 0.5B agent trained
+# with LoRA, the level controller), about an hour on two cores. Run again to resume it.
+# `spadework run --preset cpu` is the quick one with the 135M default model.
+RUN_DIR ?= runs/main
 run: setup
-	.venv/bin/spadework run
+	.venv/bin/spadework models pull qwen2.5-coder-0.5b-instruct >/dev/null
+	.venv/bin/spadework models pull qwen2.5-coder-1.5b-instruct >/dev/null
+	.venv/bin/spadework run --preset cpu-qwen --run-dir $(RUN_DIR) $(if $(wildcard $(RUN_DIR)/archive.sqlite),--resume)
 
 test: setup
 	.venv/bin/python -m pytest -q
