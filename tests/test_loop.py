@@ -317,7 +317,8 @@ def test_mutation_and_repair_turns_through_the_loop(tmp_path, cfg):
         return designing_script(conv, turn)
 
     mutating = override(cfg, {"iterations": 1, "play": {"max_turns": 6},
-                              "design": {"mutation_ratio": 1.0, "repair_turns": 1},
+                              "design": {"mutation_ratio": 1.0, "repair_turns": 1,
+                                         "example_share": 10.0},  # the starters are long modules
                               "curriculum": {"designs_per_regen": 1}})
     run(mutating, tmp_path, policy=ScriptedPolicy(script))
     with Archive.open(archive_path(tmp_path)) as a:

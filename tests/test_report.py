@@ -49,7 +49,7 @@ def make_run(run_dir: Path, iterations: int, *, resume: bool = False) -> None:
     from spadework.train import Learner, weight_sync_for
 
     cfg = override(load_config(ROOT / "tests" / "fixtures" / "smoke_train.toml"), {
-        "iterations": iterations, "design": {"mutation_ratio": 0.5},
+        "iterations": iterations, "design": {"mutation_ratio": 0.5, "example_share": 10.0},  # starter parents
         "curriculum": {"designs_per_regen": 2},
         "eval": {"every": 3, "suites": ["library-heldout"], "preset": "smoke", "max_items": 2}})
     policy = trainable_policy_factory()
