@@ -229,7 +229,10 @@ def _cpu_qwen() -> RunConfig:
     lands in [0.4, 0.6] only when exactly 2 of 4 are won (37.5%); with 5, 2 or 3 of 5 count
     (62.5%). Replies end at the first closed box (``play.stop_at_move``). Shaping stays at 0.2
     (as in ``cpu``): a group the agent never wins still gives a gradient toward well-formed
-    moves. The agent's turns are packed per episode (``learner.pack_turns``). Four iterations
+    moves. The agent's turns are packed per episode (``learner.pack_turns``). An unplayed
+    environment is replayed as if won 1 time in 5 (``curriculum.unplayed_win_rate``; the base
+    agent won 12 of 90 level-1 plays of the pool's starters): environments measured in the band
+    are replayed before it, those measured at 0 of 5 after it. Four iterations
     of four environments, designs at iterations 0 and 2: the learner's step over an
     iteration's 20 unhinted episodes (about 20,000 packed tokens) is most of an iteration.
     """
@@ -243,7 +246,7 @@ def _cpu_qwen() -> RunConfig:
         play=PlayConfig(max_turns=4, max_tokens=128, context_tokens=4096, temperature=0.7),
         reward=RewardConfig(format_weight=0.2),
         curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=4, skills_per_regen=2,
-                                    pool_size=4, adapt_levels=True),
+                                    pool_size=4, adapt_levels=True, unplayed_win_rate=0.2),
         learner=TrainConfig(lr=1e-4, micro_batch_size=2, micro_batch_tokens=4096,
                             gradient_checkpointing=True),
     )

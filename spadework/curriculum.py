@@ -16,9 +16,10 @@ makes the same choices.
   (PLR, Jiang et al. 2021): ``P = (1 - rho) * P_score + rho * P_stale`` with rank-based
   ``P_score ~ (1 / rank) ** (1 / temperature)`` and ``P_stale ~ iteration - last_played``; picks
   are drawn without replacement from ``derive_rng(run_seed, iteration, "pool")``. Environments
-  never played rank first (score +inf) and are the stalest, so the starter library seeds the
-  first iterations. Departure from the reference, which replaced its whole pool at every
-  regeneration and forgot the old games: we keep the good ones.
+  never played rank first (score +inf; or as if won ``unplayed_win_rate`` of the time) and are
+  the stalest, so the starter library seeds the first iterations. Departure from the
+  reference, which replaced its whole pool at every regeneration and forgot the old games: we
+  keep the good ones.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ class CurriculumConfig:
     score: str = "blend"
     """How an archived environment is ranked: its designer ``blend``, ``learnability``
     (p * (1 - p) of its win rate), or ``regret``, from its latest plays."""
+    unplayed_win_rate: float | None = None
+    """How an environment never played ranks for replay: None ranks it above every played one
+    (explore the archive first); a number scores it as if the agent had won that share of its
+    plays, so environments measured at the frontier are replayed before unplayed ones and
+    unplayed ones before those measured out of reach. Fresh designs are played regardless."""
     adapt_levels: bool = True
     """Move each played environment's level toward the band after every iteration
     (:mod:`spadework.levels`); False plays every environment at level 1."""
@@ -81,6 +87,10 @@ class CurriculumConfig:
             raise ConfigError(f"CurriculumConfig.staleness_coef must lie in [0, 1], got {self.staleness_coef!r}")
         if self.score not in SCORES:
             raise ConfigError(f"CurriculumConfig.score must be one of {SCORES}, got {self.score!r}")
+        u = self.unplayed_win_rate
+        if u is not None and (isinstance(u, bool) or not isinstance(u, int | float) or not 0 <= u <= 1):
+            raise ConfigError(f"CurriculumConfig.unplayed_win_rate must be a number in [0, 1] or "
+                              f"None, got {u!r}")
         for name in ("level_up_at", "level_down_at"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
@@ -164,6 +174,25 @@ def env_score(kind: str, win_rate: float, regret: float | None,
     if kind == "blend":
         return (reward_cfg or RewardConfig()).blend_reward(win_rate, 0.0 if regret is None else regret)
     raise ConfigError(f"unknown score {kind!r}; choose one of {SCORES}")
+
+
+def candidate_score(stats: Any, cfg: CurriculumConfig, reward_cfg: RewardConfig | None = None) -> float | None:
+    """The replay score of an archived environment from its latest plays (``stats``: an object
+    with ``win_rate`` and ``regret``, None when never played): :func:`env_score`, or for an
+    unplayed one the score of ``cfg.unplayed_win_rate`` (None when that is None: ranks first).
+
+    >>> from types import SimpleNamespace as S
+    >>> cfg = CurriculumConfig(score="learnability", unplayed_win_rate=0.2)
+    >>> candidate_score(S(win_rate=0.5, regret=0.0), cfg), round(candidate_score(None, cfg), 4)
+    (0.25, 0.16)
+    >>> candidate_score(None, CurriculumConfig()) is None
+    True
+    """
+    if stats is None:
+        if cfg.unplayed_win_rate is None:
+            return None
+        return env_score(cfg.score, float(cfg.unplayed_win_rate), None, reward_cfg)
+    return env_score(cfg.score, stats.win_rate, stats.regret, reward_cfg)
 
 
 def replay_probabilities(candidates: Sequence[Candidate], iteration: int, *,

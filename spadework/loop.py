@@ -136,7 +136,7 @@ def _pool(ctx: RunContext, it: _Iteration) -> StageResult:
         if rec.origin == "starter" and is_held_out(rec.name, cc.held_out):
             continue  # held out for evaluation (the library-heldout suite), never trained on
         s = a.env_stats(rec.env_id)
-        score = None if s is None else cur.env_score(cc.score, s.win_rate, s.regret, ctx.cfg.reward)
+        score = cur.candidate_score(s, cc, ctx.cfg.reward)
         candidates.append(cur.Candidate(rec.env_id, score, None if s is None else s.last_played_iteration))
     pool = cur.choose_pool(fresh, candidates, it.i, cc, derive_rng(ctx.cfg.run_seed, it.i, "pool"))
     state = cur.next_state(it.state, regenerated=it.plan.regenerated, fresh=fresh, pool=pool)

@@ -182,7 +182,7 @@ def first_message(setting: str, observation: str, hint: str | None) -> str:
             "per reply are fine) and give the final result as <answer>...</answer>."
         )
     else:
-        how = "Think briefly, then give your move as \\boxed{...}."
+        how = "Reply with one short sentence, then your move in a box as the game shows, like \\boxed{...}."
     return f"You are playing a text game. Make valid moves to win.\n\n{hint_block}{observation}\n\n{how}"
 
 

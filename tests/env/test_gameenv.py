@@ -67,7 +67,7 @@ def test_every_observation_is_readable_alone():
     assert first.startswith(f"What is {env.a} + {env.b}?")
     assert "You have 3 moves left" in first and "for example \\boxed{0}" in first
     assert info == {"turn": 0, "level": 1}
-    obs, reward, terminated, truncated, info = env.step("I think it is 7")
+    obs, reward, terminated, truncated, info = env.step("I think it is 7 because 3 and 4 make 7\nso")
     assert (reward, terminated, truncated) == (0.0, False, False)
     assert obs.startswith("I could not find a move in a box.")
     assert f"What is {env.a} + {env.b}?" in obs and "2 moves left" in obs and "\\boxed{0}" in obs
@@ -206,3 +206,28 @@ def test_a_value_stored_under_a_hooks_name_does_not_hide_it_and_level_is_read_on
 
     with pytest.raises(AttributeError, match="self.level is the level the game was built at"):
         Overwrites()
+
+
+def test_a_reply_that_is_only_a_move_is_played_and_the_box_recalled():
+    env = SumEnv(max_turns=4)
+    env.reset(seed=4)
+    obs, reward, terminated, _, _ = env.step(f" {env.a + env.b}. ")
+    assert (reward, terminated) == (1.0, True)
+    assert obs.startswith(f"You played \\boxed{{{env.a + env.b}}}. That is the sum.")
+    assert "Next time write your move in a box" in obs
+    env.reset(seed=4)
+    assert env.step("7 please")[0].startswith("You played \\boxed{7 please}. 7 please is not a whole number.")
+    long = "Let me think step by step about the two numbers. " * 6
+    obs = env.step(long)[0]
+    assert obs.startswith("I could not find a move in a box. Your reply ran out before the move")
+    assert env.step("so the answer is \\boxed{")[0].startswith("I could not find a move in a box.")
+
+
+def test_bare_moves_can_be_turned_off():
+    class Strict(SumEnv):
+        BARE_MOVES = False
+
+    env = Strict(max_turns=3)
+    env.reset(seed=4)
+    obs, reward, *_ = env.step(str(env.a + env.b))
+    assert reward == 0.0 and obs.startswith("I could not find a move in a box.")

@@ -7,7 +7,8 @@ What the base class does on every path, so that a designed game cannot get it wr
 - ``__init__(max_turns=10, level=1, **kwargs)`` checks both and builds the seed-0 instance;
 - ``reset(seed)`` draws everything from ``random.Random(seed)`` (passed to ``setup``), resets
   the turn count and returns ``(observation, info)``;
-- ``step(action)`` counts the turn, parses the last ``\\boxed{...}``, asks ``judge`` about it,
+- ``step(action)`` counts the turn, parses the last ``\\boxed{...}`` (or a reply that is only a
+  short move, ``BARE_MOVES``), asks ``judge`` about it,
   truncates at ``max_turns`` and always returns the 5-tuple with a float reward;
 - every observation can be read alone by a small model: the first states the task, the moves
   allowed and a concrete example move; every later one restates the last move, what was wrong
@@ -27,6 +28,20 @@ from .boxes import box, extract_boxed, is_placeholder
 
 WIN, LOSE, CONTINUE, INVALID = "win", "lose", "continue", "invalid"
 OUTCOMES = (WIN, LOSE, CONTINUE, INVALID)
+
+
+def bare_move(reply):
+    """A reply that is nothing but a short move, read as that move: one line of at most 40
+    characters without braces or backslashes, a final period dropped (a small model often
+    writes ``encode abc`` or ``test 2`` without the box). None for anything longer.
+
+    >>> bare_move("encode abc."), bare_move("  1 3 "), bare_move("First I add 3 and 4, then I double it to get 14"), bare_move("x\\ny")
+    ('encode abc', '1 3', None, None)
+    """
+    text = reply.strip()
+    if not text or len(text) > 40 or "\n" in text or any(c in text for c in "{}\\"):
+        return None
+    return text[:-1].rstrip() if text.endswith(".") else text
 
 
 class GameEnv:
@@ -50,6 +65,9 @@ class GameEnv:
     """
 
     LEVELS = 1
+    BARE_MOVES = True
+    """Read a reply that is only a short move, with no box, as that move (:func:`bare_move`),
+    and remind the agent of the box. False: such a reply is not a move."""
     WIN, LOSE, CONTINUE, INVALID = WIN, LOSE, CONTINUE, INVALID
 
     def __init__(self, max_turns=10, level=1, **kwargs):
@@ -121,12 +139,19 @@ class GameEnv:
         if self.done:
             return ("The game is over.", 0.0, not self.truncated, self.truncated, self.info())
         self.turn += 1
-        move = extract_boxed(action if isinstance(action, str) else str(action))
+        reply = action if isinstance(action, str) else str(action)
+        move, bare = extract_boxed(reply), None
+        if (move is None or move == "") and type(self).BARE_MOVES:
+            move = bare = bare_move(reply)
         if move is None or move == "":
             outcome, message = INVALID, "I could not find a move in a box."
+            if len(" ".join(reply.split())) > 200:
+                message += " Your reply ran out before the move: write one short sentence, then the move in a box."
         else:
             outcome, message = self._judge(move)
             message = f"You played {box(move)}. {message}".rstrip()
+            if bare is not None:
+                message += f" (Next time write your move in a box: {box(move)}.)"
         if outcome == WIN:
             self.done = self.won = True
             return (f"{message} You win!", 1.0, True, False, self.info())
