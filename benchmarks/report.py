@@ -12,7 +12,7 @@ one `make run` wrote), and a synthetic archive of ``--envs`` environments (defau
 accepted and played in 1-2 iterations, 2 plays per arm, 3-5 turns each; 30 iterations of
 metrics; every design with its attempt and document), built once under ``--work``.
 
-Targets (README): a 10,000-environment archive's report under 20 MB, ready in under 2 s.
+Targets (docs/report.md): a 10,000-environment archive's report under 20 MB, ready in under 2 s.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/report.py [--envs 10000] [--run-dir DIR]
 """

@@ -186,7 +186,7 @@ def _cpu() -> RunConfig:
     20 minutes held 3 plays and 4 designs per regeneration, and the agent's groups mostly scored
     alike (no agent update); the time llama.cpp saves (``benchmarks/iteration.py``: an iteration
     2.5x faster) goes to the extra plays and designs and to the agent samples they make
-    trainable. The README's "Measured" section has its time, memory and outcome.
+    trainable. ``docs/results.md`` ("Measured") has its time, memory and outcome.
 
     Shaping is on, because the 135M default model almost never wins a starter game nor writes a
     whole environment: without it every group scores alike and no update happens. The agent's
@@ -205,7 +205,7 @@ def _cpu() -> RunConfig:
                                     pool_size=3),
         # LoRA on CPU for minutes, not the reference's full fine-tuning for days: 3e-4 is the
         # rate at which the learning test goes from reward 0 to 1 in 12 updates; one long sample
-        # per pass with activations recomputed bounds memory (README, "Measured").
+        # per pass with activations recomputed bounds memory (docs/results.md, "Measured").
         learner=TrainConfig(lr=3e-4, micro_batch_size=2, micro_batch_tokens=2048,
                             gradient_checkpointing=True),
     )
@@ -216,7 +216,7 @@ def _cpu_qwen() -> RunConfig:
     agent trained with LoRA, both sampled by llama.cpp (pulled on first use: both are Qwen's
     Apache-2.0 releases, see ``spadework models list``), with the curriculum's levels, the
     designer's feedback and mutations. Sized for about an hour on two cores, setup not counted;
-    the README's "Measured" section has a run's time, memory and outcome.
+    the README's "What the mechanism does on a CPU" has a run's time, memory and outcome.
 
     Why this shape: one LoRA update of the 0.5B model costs about 40 s per thousand tokens on
     two cores, so the designer (designs of ~1,500 prompt + 1,024 output tokens each) stays

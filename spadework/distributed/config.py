@@ -16,7 +16,7 @@ ENGINES = ("serve", "vllm", "sglang")
 
 @dataclass(frozen=True)
 class RayConfig:
-    """Ray settings; see the README's "Running on a cluster".
+    """Ray settings; see docs/cluster.md.
 
     ``enabled``: run on Ray (``--ray``). ``address``: the cluster to join (``auto``, ``HOST:PORT``
     or ``ray://HOST:PORT``); None starts a local one on 127.0.0.1 for the run's lifetime.

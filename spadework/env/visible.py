@@ -9,7 +9,7 @@ that is not stated, an input left out of the task text. No agent can win such an
 except by luck, so it is rejected, naming the two seeds and the observation they share.
 
 Measured before this stage existed: 10 of the 11 environments the Qwen2.5-Coder-1.5B designer
-got accepted hid their inputs (README, "Designer validity"), and the 0.5B agent won none of them.
+got accepted hid their inputs (docs/results.md, "Designer validity"), and the 0.5B agent won none of them.
 A bisection that uses higher/lower feedback passes (its moves differ only after the feedback
 does); returning the hidden number at once does not.
 

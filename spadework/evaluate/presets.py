@@ -5,7 +5,7 @@ them (reasoning-gym: 8 episodes per task, T 0.6, top-p 0.8, top-k 20, 8192 token
 samples, T 1.0, top-p 0.95, top-k 20, 32768 tokens, which we apply to the whole math suite);
 ``paper-inloop`` is the reference's in-run evaluation (32 samples, T 0.7, top-p 0.8) for math;
 ``cpu`` is sized so ``rg-hard`` and ``math`` each finish in about 30 minutes on a 2-core machine
-with the 135M default model through the transformers backend (measured: README, "spadework
+with the 135M default model through the transformers backend (measured: docs/results.md, "spadework
 eval"); ``smoke`` is a handful of items for tests. A backend cuts ``max_tokens`` to what the
 model's context leaves after the prompt.
 """

@@ -1,10 +1,11 @@
 """The llama.cpp backend: fast CPU sampling from the quantised GGUF, LoRA applied on top.
 
-Why llama.cpp (measured on the 2-core machines this project targets; the table and the commands
-are in the README): its quantised CPU kernels sample the default model many times faster than the
-transformers backend, it loads LoRA adapters at run time on top of an unchanged quantised base
-(so weight sync is a few MB, see :mod:`spadework.policy.gguf_lora`), and ``llama-cpp-python``
-exposes its low-level API (batches of several sequences, per-row logits).
+Why llama.cpp (measured on the 2-core machines this project targets; the table and the
+commands are in docs/engine.md and docs/results.md): its quantised CPU kernels sample the
+default model many times faster than the transformers backend, it loads LoRA adapters at run
+time on top of an unchanged quantised base (so weight sync is a few MB, see
+:mod:`spadework.policy.gguf_lora`), and ``llama-cpp-python`` exposes its low-level API
+(batches of several sequences, per-row logits).
 
 How it keeps the Policy contract:
 

@@ -29,7 +29,7 @@ it.
 Departure from the reference: the default learning rate is 1e-5, not its 1e-6, because only the
 LoRA matrices train (B starts at zero, and a rank-16 update moves the output far less per unit
 of step than full fine-tuning); 1e-6 on a LoRA barely moves a 135M model in a CPU-sized run.
-Short CPU runs that must show learning want 1e-4 to 3e-4 (the README's "Measured" section has
+Short CPU runs that must show learning want 1e-4 to 3e-4 (docs/results.md, "Measured", has
 the learning test's figures per rate); 1e-5 is the conservative default for long runs.
 """
 
