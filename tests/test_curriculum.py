@@ -12,6 +12,7 @@ from spadework.curriculum import (
     CurriculumConfig,
     CurriculumState,
     active_skills,
+    candidate_score,
     choose_pool,
     env_score,
     is_regeneration,
@@ -121,3 +122,22 @@ def test_the_pool_ranks_replays_with_the_runs_band(tmp_path, monkeypatch):
         ctx = RunContext(cfg, tmp_path, a, ScriptedPolicy(lambda c, t: ""), sandbox=None)
         loop._pool(ctx, _Iteration(1, Plan(1), loop.cur.CurriculumState(), {}, a))
     assert seen[played.env_id] == pytest.approx(0.6)
+
+
+def test_an_unplayed_environment_can_rank_between_the_frontier_and_the_out_of_reach():
+    """With ``unplayed_win_rate`` an environment never played scores as if won that share of
+    its plays: one measured in the band is replayed first, one measured at 0 of 5 last."""
+    from types import SimpleNamespace as S
+
+    cfg = CurriculumConfig(unplayed_win_rate=0.2, staleness_coef=0.0, replay_temperature=0.3)
+    scores = {"frontier": candidate_score(S(win_rate=0.4, regret=0.0), cfg),
+              "unplayed": candidate_score(None, cfg),
+              "out_of_reach": candidate_score(S(win_rate=0.0, regret=0.0), cfg)}
+    assert scores["frontier"] > scores["unplayed"] > scores["out_of_reach"] == 0.0
+    cs = [Candidate(e, sc, None if e == "unplayed" else 0) for e, sc in scores.items()]
+    p = dict(zip(scores, replay_probabilities(cs, 1, temperature=0.3, staleness_coef=0.0)))
+    assert p["frontier"] > p["unplayed"] > p["out_of_reach"]
+    assert candidate_score(None, CurriculumConfig()) is None, "the default still explores first"
+    for bad in (-0.1, 1.5, True, "0.2"):
+        with pytest.raises(ConfigError, match="unplayed_win_rate"):
+            CurriculumConfig(unplayed_win_rate=bad)

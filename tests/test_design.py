@@ -127,6 +127,24 @@ def test_repair_turn_is_archived_and_never_trained(sb, archive):
     assert len(policy.calls) == 2  # no repair after acceptance
 
 
+def test_a_fresh_repair_asks_again_without_the_rejected_reply(sb, archive):
+    """``repair = "fresh"``: the attempt's own prompt plus the verdict, never the rejected reply
+    (which a small designer copied back in 15 of 19 chat repairs); still a repair, never trained."""
+    policy = ScriptedPolicy([["no code, sorry"], [fenced(GOOD_CODE)]])
+    (res,) = run(policy, sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1, repair_turns=1,
+                                                          repair="fresh"))
+    first, repair = res.attempts
+    assert first.outcome == "extract" and repair.outcome == "accepted" and res.env is not None
+    assert [m["role"] for m in repair.messages] == ["system", "user"]
+    text = repair.messages[1]["content"]
+    assert "no code, sorry" not in text and "rejected at the extract stage" in text
+    assert text.startswith(first.messages[1]["content"].rpartition("\n\n")[0])
+    assert is_repair(repair) and not is_repair(first)
+    assert {a.attempt: a for a in archive.attempts(0)}[1].trained_iteration == 0
+    with pytest.raises(ConfigError, match="repair must be one of"):
+        DesignConfig(repair="again")
+
+
 def test_rejected_first_attempts_none_gives_no_gradient(sb, archive):
     cfg = DesignConfig(attempts_per_slot=2, rejected_first_attempts="none")
     run(ScriptedPolicy([["junk"], [fenced(GOOD_CODE)]]), sb, archive, 1, cfg=cfg)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from spadework.archive.records import ACCEPTED, DesignAttempt
 from spadework.designer.judge import VALIDATION_ORDER
+from spadework.designer.prompts import REPAIR_MARK
 from spadework.metrics import EnvOutcome
 from spadework.reward import (
     VARIANTS,
@@ -217,14 +218,17 @@ def rejection_progress(attempt: DesignAttempt) -> float:
 # -- which samples train, and when --------------------------------------------------------------
 
 def is_repair(attempt: DesignAttempt) -> bool:
-    """Whether a designer sample is a repair turn: its prompt carries an earlier reply.
+    """Whether a designer sample is a repair turn: its prompt carries an earlier reply (a chat
+    repair) or the verdict on one (a fresh repair, :data:`~spadework.designer.prompts.REPAIR_MARK`).
 
     >>> a = DesignAttempt(0, 0, 1, None, "games", None, ({"role": "user", "content": "x"},
     ...     {"role": "assistant", "content": "y"}, {"role": "user", "content": "fix"}), "", (), (), (), "static")
     >>> is_repair(a)
     True
     """
-    return any(m.get("role") == "assistant" for m in attempt.messages)
+    return any(m.get("role") == "assistant"
+               or (m.get("role") == "user" and REPAIR_MARK in str(m.get("content")))
+               for m in attempt.messages)
 
 
 def trained_at_birth(attempt: DesignAttempt, rejected_first_attempts: str) -> bool:

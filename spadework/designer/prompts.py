@@ -353,9 +353,8 @@ def build_design_prompt(
         raise ConfigError("the grounding document is empty: sample another document")
     parts = []
     if example is not None:  # first, so that the document and the task are what is read last
-        parts.append("Here is an example of a complete environment module that passes every "
-                     "check. Its topic is only an illustration: reuse its structure, never its "
-                     f"topic or its code.\n```python\n{example.strip()}\n```\n\nNow your task.")
+        parts.append(f"{EXAMPLE_INTRO} Its topic is only an illustration: reuse its structure, "
+                     f"never its topic or its code.\n```python\n{example.strip()}\n```\n\nNow your task.")
     parts += [
         "Read the document, pick one concept or technique from it, and build a multi-turn "
         "environment around it. Do not quote the document in the environment.",
@@ -439,12 +438,60 @@ def repair_messages(messages: Sequence[dict[str, str]], reply: str, stage: str,
     ...                                       max_tokens=512)[-1]["content"]
     True
     """
-    if cut:
-        verdict = ("Your reply was cut off at the length limit before the module ended, so it "
-                   "was rejected. Write a much shorter module with the same idea.")
-    else:
-        verdict = (f"The module failed validation at the {stage} stage: {reason}\n\n"
-                   f"{REPAIR_ADVICE.get(stage, '')}").rstrip()
     return [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": (
-        f"{verdict}\n\nFix the problem, keep the same idea and follow the contract. "
-        + reply_instruction(max_tokens, new=False).replace("Reply with", "Return", 1))}]
+        f"{_verdict(stage, reason, cut)}\n\nFix the problem, keep the same idea and follow the "
+        "contract. " + reply_instruction(max_tokens, new=False).replace("Reply with", "Return", 1))}]
+
+
+def _verdict(stage: str, reason: str, cut: bool) -> str:
+    if cut:
+        return ("Your reply was cut off at the length limit before the module ended, so it "
+                "was rejected. Write a much shorter module with the same idea.")
+    return (f"The module failed validation at the {stage} stage: {reason}\n\n"
+            f"{REPAIR_ADVICE.get(stage, '')}").rstrip()
+
+
+#: How a fresh repair's verdict opens: what marks its prompt as a repair
+#: (:func:`spadework.designer.credit.is_repair`), since it holds no earlier reply.
+REPAIR_MARK = "An earlier reply to this request was"
+
+#: How the example module's block opens in a design prompt (:func:`build_design_prompt`).
+EXAMPLE_INTRO = "Here is an example of a complete environment module that passes every check."
+
+
+def fresh_repair_messages(messages: Sequence[dict[str, str]], stage: str, reason: str, *,
+                          cut: bool = False, drop_example: bool = False) -> list[dict[str, str]]:
+    """A repair as a new request: the attempt's own prompt with the verdict on its rejected
+    reply, but not the reply itself (``DesignConfig.repair = "fresh"``). Measured in three
+    ``cpu-qwen`` runs: asked in the same chat (:func:`repair_messages`), the 1.5B designer
+    returned its rejected reply character for character in 15 of 19 repairs, and none was
+    accepted; a model that does not see its reply cannot copy it. ``drop_example``: leave out
+    the example module too (after a copy of it, a novelty rejection), asking for the concept
+    comment instead of the example's structure. Measured on those runs' 14 distinct rejected
+    first attempts (``benchmarks/design_repair.py``): no copy of the rejected reply (0 of 14,
+    against 10 of 14 in chat), but none accepted either (0 of 14 both ways): without its reply
+    or the example the 1.5B writes modules cut at 1,024 tokens (5), copies of the example (3),
+    or ones failing the static (3), load (2) or extract (1) stage. So "chat" stays the default.
+
+    >>> msgs = [{"role": "system", "content": "S"}, {"role": "user", "content":
+    ...         EXAMPLE_INTRO + " x\\n```python\\nclass A: ...\\n```\\n\\nNow your task.\\n\\nDoc.\\n\\n"
+    ...         + PLAN + " Reply."}]
+    >>> out = fresh_repair_messages(msgs, "novelty", "a copy", drop_example=True)
+    >>> [m["role"] for m in out], "class A" in out[1]["content"], out[1]["content"].startswith("Doc.")
+    (['system', 'user'], False, True)
+    >>> text = out[1]["content"]
+    >>> "rejected at the novelty stage: a copy" in text, text.endswith(CONCEPT + " Reply.")
+    (True, True)
+    """
+    *head, last = [dict(m) for m in messages]
+    text = last["content"]
+    if drop_example and text.startswith(EXAMPLE_INTRO) and "Now your task.\n\n" in text:
+        text = text.split("Now your task.\n\n", 1)[1].replace(PLAN, CONCEPT, 1)
+    verdict = (f"{REPAIR_MARK} cut off at the length limit before its module ended. Write a "
+               "much shorter module." if cut else
+               f"{REPAIR_MARK} rejected at the {stage} stage: {reason}\n"
+               f"{REPAIR_ADVICE.get(stage, '')}".rstrip())
+    body, _, ask = text.rpartition("\n\n")
+    last["content"] = (f"{body}\n\n{verdict} Write a new module that does not repeat that "
+                       f"mistake.\n\n{ask}" if body else f"{verdict}\n\n{text}")
+    return [*head, last]

@@ -45,6 +45,7 @@ from spadework.designer.prompts import (
     build_design_prompt,
     build_mutation_prompt,
     feedback_section,
+    fresh_repair_messages,
     repair_messages,
 )
 from spadework.env.checker import CheckConfig
@@ -57,6 +58,10 @@ from spadework.types import EnvSource, Sampling
 #: Characters per prompt token assumed when fitting memory into the context (conservative for
 #: code, where tokens are short), so a prompt never overflows the model's window.
 CHARS_PER_TOKEN = 3
+
+
+#: How a repair turn asks (``DesignConfig.repair``).
+REPAIRS = ("chat", "fresh")
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,10 @@ class DesignConfig:
     characters): the designer imitates what it is shown, and a module longer than it may write
     is cut before its end (in a cpu-qwen run, 9 of 15 attempts were cut at 1,024 tokens after
     starters of 6.5k-13.5k characters were shown);
+    ``repair``: how a repair turn asks: "chat" continues the conversation with the rejected
+    reply and the verdict (:func:`~spadework.designer.prompts.repair_messages`), "fresh" asks
+    the attempt's prompt again with the verdict but without the reply, and without the example
+    module after a novelty rejection (:func:`~spadework.designer.prompts.fresh_repair_messages`);
     ``rejected_first_attempts``: "reward" (rejected samples get the rejection reward) or "none"
     (no gradient). How many instances solution() must win is the checker's
     (``CheckConfig.solvable_seeds``), not a second setting here.
@@ -94,6 +103,7 @@ class DesignConfig:
     rejected_first_attempts: str = "reward"
     feedback: bool = True
     example_share: float = 0.75
+    repair: str = "chat"
 
     @property
     def example_chars(self) -> int:
@@ -119,6 +129,8 @@ class DesignConfig:
                 or not self.example_share > 0:
             raise ConfigError("DesignConfig.example_share must be a number > 0 (the share of the reply "
                               f"budget an archived example may fill), got {self.example_share!r}")
+        if self.repair not in REPAIRS:
+            raise ConfigError(f"DesignConfig.repair must be one of {REPAIRS}, got {self.repair!r}")
         if not 0.0 <= self.mutation_ratio <= 1.0:
             raise ConfigError(f"DesignConfig.mutation_ratio must lie in [0, 1], got {self.mutation_ratio!r}")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
@@ -240,13 +252,18 @@ class DesignRun:
                 failed = [(req, c, j) for req, c, j in done if j.outcome != ACCEPTED]
                 if not failed:
                     break
-                reqs = [replace(req, messages=tuple(repair_messages(
-                            req.messages, c.text, j.outcome, j.reason,
-                            cut=c.finish_reason == "length", max_tokens=self.cfg.max_tokens)))
-                        for req, c, j in failed]
+                reqs = [replace(req, messages=tuple(self._repair(req, c, j))) for req, c, j in failed]
                 done = self._call(reqs, (r, turn))
         self.progress(self.total, self.total)
         return [s.result() for s in slots]
+
+    def _repair(self, req: _Request, c: Any, j: Judgement) -> list[dict[str, str]]:
+        cut = c.finish_reason == "length"
+        if self.cfg.repair == "fresh":
+            return fresh_repair_messages(req.messages, j.outcome, j.reason, cut=cut,
+                                         drop_example=j.outcome == "novelty")
+        return repair_messages(req.messages, c.text, j.outcome, j.reason, cut=cut,
+                               max_tokens=self.cfg.max_tokens)
 
     def _plan(self, slot: int, skill: Skill) -> _Slot:
         parent = None
