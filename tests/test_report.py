@@ -135,7 +135,8 @@ def test_every_curve_holds_exactly_the_metrics_line_values(report, run_dir):
     assert checked >= 15
     # the values are real: returns move, the learner stepped, the eval ran once (iteration 2)
     assert by_metric["train.importance_ratio.agent.mean"]["data-y"] != "[null, null, null]"
-    assert json.loads(by_metric["eval.suites.library-heldout.score"]["data-y"]) == [None, None, 0.0]
+    heldout = json.loads(by_metric["eval.suites.library-heldout.score"]["data-y"])
+    assert heldout[:2] == [None, None] and 0.0 <= heldout[2] <= 1.0
 
 
 def _series_xs_ys(html: str, path: str) -> tuple[list, list, str]:
