@@ -79,12 +79,11 @@ class LibrarySuite:
         cfg = PlayConfig(max_turns=s.max_turns, max_tokens=s.max_tokens,
                          temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
                          batch_size=max(1, s.batch_items))
-        total = len(jobs)
         seed = derive_seed(ctx.seed, self.name)
 
-        def go(sb: Sandbox) -> list:
+        def go(sb: Sandbox) -> list:  # play() counts turns, not episodes: its own total
             return play(ctx.policy, sb, jobs, cfg, seed=seed,
-                        progress=lambda done, n: ctx.progress(done, total, "playing"))
+                        progress=lambda done, n: ctx.progress(done, n, "playing (in turns)"))
 
         if ctx.sandbox is not None:
             episodes = go(ctx.sandbox)

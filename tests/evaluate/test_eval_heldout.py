@@ -37,8 +37,11 @@ def test_library_heldout_plays_each_held_out_env_through_the_sandbox():
     # A policy that always answers the same thing: it plays, it does not win.
     policy = ScriptedPolicy(lambda text: "\\boxed{0}")
     settings = preset_settings("smoke", "library")
+    seen = []
     with Judge() as judge:
-        rows = LibrarySuite().run(RunContext(policy, settings, judge))
+        rows = LibrarySuite().run(RunContext(policy, settings, judge,
+                                             progress=lambda done, total, what: seen.append((done, total))))
+    assert seen and all(done <= total for done, total in seen), "progress counts within its total"
     levels = {n: sorted({1, starter_env(n).levels}) for n in HELD_OUT}  # the first and the last
     assert len(rows) == sum(len(v) for v in levels.values()) * settings.items
     assert {r.task for r in rows} == {n if v == [1] else f"{n} level {lv}" for n, v in levels.items()
