@@ -129,7 +129,7 @@ def test_repair_turn_is_archived_and_never_trained(sb, archive):
 
 def test_a_fresh_repair_asks_again_without_the_rejected_reply(sb, archive):
     """``repair = "fresh"``: the attempt's own prompt plus the verdict, never the rejected reply
-    (which a small designer copied back in 15 of 19 chat repairs); still a repair, never trained."""
+    (which a small designer copied back in 10 of 14 chat repairs); still a repair, never trained."""
     policy = ScriptedPolicy([["no code, sorry"], [fenced(GOOD_CODE)]])
     (res,) = run(policy, sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1, repair_turns=1,
                                                           repair="fresh"))

@@ -464,8 +464,8 @@ def fresh_repair_messages(messages: Sequence[dict[str, str]], stage: str, reason
     """A repair as a new request: the attempt's own prompt with the verdict on its rejected
     reply, but not the reply itself (``DesignConfig.repair = "fresh"``). Measured in three
     ``cpu-qwen`` runs: asked in the same chat (:func:`repair_messages`), the 1.5B designer
-    returned its rejected reply character for character in 15 of 19 repairs, and none was
-    accepted; a model that does not see its reply cannot copy it. ``drop_example``: leave out
+    returned its rejected reply character for character in 10 of 14 distinct repairs, and
+    none was accepted; a model that does not see its reply cannot copy it. ``drop_example``: leave out
     the example module too (after a copy of it, a novelty rejection), asking for the concept
     comment instead of the example's structure. Measured on those runs' 14 distinct rejected
     first attempts (``benchmarks/design_repair.py``): no copy of the rejected reply (0 of 14,
