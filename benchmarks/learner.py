@@ -26,6 +26,19 @@ process's CPU time, steadier on a shared machine. ``ratio_vs_trl`` divides ours 
 run. ``--with-checkpointing`` adds our step with gradient checkpointing (activations recomputed
 in the backward pass). With CUDA, a bf16 step of ours (and trl's) on the GPU is reported too; else "skipped".
 
+``--settings "A;B;..."`` instead times only our step, once per list of ``TrainConfig``
+overrides (``name=value`` joined by commas; an empty one is the defaults), each in its own
+process, and reports each one's ratios to the first in the same run: the baseline goes first.
+``--model`` picks the model (a registry name), ``--micro-tokens`` and ``--checkpointing`` the
+micro-batch shape and recomputation, ``--threads`` torch's threads. The learner before and
+after the chunked LM head and the bounded heap (:mod:`spadework.train.heap`), in the cpu-qwen
+learner's shape (packed episodes of about 1,700 tokens, 2 per pass, recomputation, both cores)::
+
+    .venv/bin/python benchmarks/learner.py --model qwen2.5-coder-0.5b-instruct \
+        --settings "head_chunk=0,mmap_threshold=0;mmap_threshold=0;" \
+        --samples 4 --prompt 1200 --output 500 --micro 2 --micro-tokens 4096 --checkpointing \
+        --threads 2 --repeats 1
+
 Usage: .venv/bin/python benchmarks/learner.py [--samples 16 --prompt 256 --output 128 --micro 4
        --repeats 2] [--with-checkpointing]
 """
@@ -57,8 +70,10 @@ def _ours(policy, batch, args, device: str, checkpointing: bool = False):
     from spadework.train import Learner, Sample, TrainConfig
     from spadework.types import Sampling
 
-    learner = Learner(policy, TrainConfig(micro_batch_size=args.micro,
-                                          gradient_checkpointing=checkpointing))
+    head = _overrides(args.setting)
+    learner = Learner(policy, TrainConfig(micro_batch_size=args.micro, micro_batch_tokens=args.micro_tokens,
+                                          gradient_checkpointing=checkpointing or args.checkpointing,
+                                          threads=args.threads, **head))
     samples = [Sample("agent", tuple(p), tuple(o), tuple([-1.0] * len(o)), a, Sampling(1.0))
                for p, o, a in batch]
     return lambda: learner.step(samples)
@@ -118,9 +133,9 @@ def worker(side: str, device: str, args: argparse.Namespace) -> dict:
 
     from spadework.policy.hf import load_hf_policy
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    policy = load_hf_policy(device=device)
+    policy = load_hf_policy(args.model, device=device)
     loaded = rss_mib()
     batch = _batch(args, len(policy.tokenizer))
     if side == "trl":
@@ -155,7 +170,11 @@ def worker(side: str, device: str, args: argparse.Namespace) -> dict:
 def _run(side: str, device: str, args: argparse.Namespace) -> dict:
     cmd = [sys.executable, __file__, "--worker", side, "--device", device, "--samples",
            str(args.samples), "--prompt", str(args.prompt), "--output", str(args.output),
-           "--micro", str(args.micro), "--repeats", str(args.repeats), "--tmp", args.tmp]
+           "--micro", str(args.micro), "--repeats", str(args.repeats), "--tmp", args.tmp,
+           "--micro-tokens", str(args.micro_tokens), "--threads", str(args.threads)]
+    cmd += ["--model", args.model] if args.model else []
+    cmd += ["--checkpointing"] if args.checkpointing else []
+    cmd += ["--setting", args.setting] if args.setting else []
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1:] or ["exit %d" % done.returncode]}
@@ -176,6 +195,32 @@ def _compare(device: str, args: argparse.Namespace) -> dict:
     return row
 
 
+def _overrides(text: str) -> dict:
+    """``"head_chunk=0,mmap_threshold=0"`` -> ``{"head_chunk": 0, "mmap_threshold": 0}``."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        out[name.strip()] = json.loads(value)
+    return out
+
+
+def _settings(args: argparse.Namespace, batch: dict) -> dict:
+    """Our step once per setting in ``args.settings``; ratios to the first."""
+    rows = {}
+    for setting in args.settings.split(";"):
+        args.setting = setting.strip()
+        label = args.setting or "defaults"
+        rows[label] = _run("spadework", args.device, args)
+        print(f"{label}: {rows[label]}", file=sys.stderr, flush=True)
+    first = next(iter(rows.values()))
+    ratios = {k: {"tokens_per_s": round(r["tokens_per_s"] / first["tokens_per_s"], 3),
+                  "tokens_per_cpu_s": round(r["tokens_per_cpu_s"] / first["tokens_per_cpu_s"], 3),
+                  "peak_rss": round(r["peak_rss_mib"] / first["peak_rss_mib"], 3)}
+              for k, r in rows.items() if "error" not in r and "error" not in first}
+    return {"model": args.model or "smollm2-135m-instruct", "batch": batch, "threads": args.threads,
+            "settings": rows, "ratio_vs_first": ratios}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=16)
@@ -188,11 +233,25 @@ def main() -> None:
                     help="also time our step with gradient checkpointing (less memory)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--tmp", default="/tmp/spadework-learner-bench")
+    ap.add_argument("--model", default=None, help="registry name (default: the default model)")
+    ap.add_argument("--micro-tokens", type=int, default=8192, help="TrainConfig.micro_batch_tokens")
+    ap.add_argument("--checkpointing", action="store_true", help="our step with recomputation")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--setting", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--settings", default=None,
+                    help="';'-separated TrainConfig overrides (name=value,...): time only our "
+                         "step, one process each, the first the baseline")
     args = ap.parse_args()
     if args.samples % args.micro:
         ap.error("--samples must be a multiple of --micro")
     if args.worker:
         print(json.dumps(worker(args.worker, args.device, args)))
+        return
+    batch = {"samples": args.samples, "prompt_tokens": args.prompt, "output_tokens": args.output,
+             "micro_batch": args.micro, "micro_batch_tokens": args.micro_tokens,
+             "checkpointing": args.checkpointing, "lora_r": 16}
+    if args.settings is not None:
+        print(json.dumps(_settings(args, batch), indent=1))
         return
     import torch
 

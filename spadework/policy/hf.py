@@ -38,10 +38,15 @@ def token_logprobs(logits: Any, token_ids: Any, temperature: Any) -> Any:
     one number, or a tensor ``[...]`` of one temperature per position (the learner scores each
     sample at the temperature it was drawn with). Computed in fp32.
     """
+    return scaled_log_softmax(logits, temperature).gather(-1, token_ids.unsqueeze(-1)).squeeze(-1)
+
+
+def scaled_log_softmax(logits: Any, temperature: Any) -> Any:
+    """``log_softmax(logits / T)`` over the last axis in fp32, ``temperature`` as in
+    :func:`token_logprobs` (the learner also takes each position's entropy from it)."""
     import torch
 
-    logp = torch.log_softmax(logits.float() / _divisor(temperature, logits), dim=-1)
-    return logp.gather(-1, token_ids.unsqueeze(-1)).squeeze(-1)
+    return torch.log_softmax(logits.float() / _divisor(temperature, logits), dim=-1)
 
 
 def _divisor(temperature: Any, logits: Any) -> Any:
@@ -411,6 +416,7 @@ __all__ = [
     "filter_logits",
     "load_hf_policy",
     "sample_tokens",
+    "scaled_log_softmax",
     "teacher_forced_logprobs",
     "token_logprobs",
 ]

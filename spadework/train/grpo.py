@@ -6,8 +6,8 @@ updated weights: in-process weight sync is free. With ``lora=False`` every param
 
 ``step(samples)`` recomputes the logprobs of every output token by a teacher-forced pass over
 ``prompt_ids + output_ids`` (right-padded micro-batches; only output positions go through the
-LM head), each sample at the temperature it was drawn with, by the same ``token_logprobs`` the
-sampler used, then minimises the loss of :mod:`spadework.train.loss` with gradient accumulation over micro-batches,
+LM head, a chunk of positions at a time), each sample at the temperature it was drawn with, by
+the same ``scaled_log_softmax`` the sampler's ``token_logprobs`` uses, then minimises the loss of :mod:`spadework.train.loss` with gradient accumulation over micro-batches,
 clips the gradient norm and takes one AdamW step. Entropy is logged, not optimised.
 
 The importance ratio, one convention for every backend: a sample's ``logprobs`` and the learner's
@@ -46,6 +46,7 @@ from typing import Any
 
 from spadework.errors import ConfigError
 from spadework.train.batch import ROLES, Sample
+from spadework.train.heap import bound_heap
 from spadework.train.loss import AGGREGATIONS, grpo_token_loss, token_weights
 from spadework.train.parallel import (
     DataParallel,
@@ -85,6 +86,15 @@ class TrainConfig:
     other (``spadework.train.batch.pack_turns``): the same update under the ``token``
     aggregation for fewer tokens run (``benchmarks/packing.py`` on a ``cpu`` run's 144 trained
     turns: 35k tokens instead of 80k, 2.3x); it needs ``aggregation = "token"``.
+    ``head_chunk``: the LM head, softmax and entropy run over at most this many trained
+    positions at a time, each chunk recomputed in the backward pass, so that the full-vocabulary
+    logits are never held for a whole micro-batch (Qwen2.5's 151,936 columns in fp32 are 0.6 MB a
+    position, and the one-pass softmax, its gradient and the entropy held about six such copies);
+    0 runs them in one pass. The maths is the same either way (:func:`selected_logprobs`).
+    ``mmap_threshold``: from the learner's construction on, the process's ``malloc`` serves
+    blocks of at least this many bytes by ``mmap``, so that a step's freed activations leave
+    memory instead of staying resident in a fragmented heap (:mod:`spadework.train.heap`: a
+    0.5B step's peak 6.4 -> 3.8 GiB); 0 leaves malloc as it is.
     """
 
     lr: float = 1e-5
@@ -108,6 +118,9 @@ class TrainConfig:
     threads: int | None = None
     seed: int = 0
     pack_turns: bool = True
+    head_chunk: int = 512
+    compute_dtype: str = "float32"
+    mmap_threshold: int = 1 << 20
 
     def __post_init__(self) -> None:
         checks = [
@@ -127,6 +140,11 @@ class TrainConfig:
             (self.micro_batch_size >= 1, f"micro_batch_size must be >= 1, got {self.micro_batch_size}"),
             (self.micro_batch_tokens >= 1,
              f"micro_batch_tokens must be >= 1, got {self.micro_batch_tokens}"),
+            (self.mmap_threshold >= 0, f"mmap_threshold must be >= 0 (0: leave malloc as it "
+                                       f"is), got {self.mmap_threshold}"),
+            (self.compute_dtype in ("float32", "bfloat16"),
+             f"compute_dtype must be \"float32\" or \"bfloat16\", got {self.compute_dtype!r}"),
+            (self.head_chunk >= 0, f"head_chunk must be >= 0 (0: one pass), got {self.head_chunk}"),
             (self.threads is None or self.threads >= 1,
              f"threads must be >= 1 or unset, got {self.threads}"),
             (not self.pack_turns or self.aggregation == "token",
@@ -149,6 +167,7 @@ class Learner:
 
         self.policy = policy
         self.cfg = cfg or TrainConfig()
+        bound_heap(self.cfg.mmap_threshold)
         self.dp = dp if dp is not None and dp.world > 1 else None
         self._root: Any = None  # the FSDP root module when sharded (see parallel.fully_shard_model)
         self.steps = 0
@@ -165,7 +184,7 @@ class Learner:
                 raise ConfigError("kl_coef with a full fine-tune keeps a frozen copy of the model, "
                                   "which sharded replicas (fsdp) do not build: set kl_coef = 0, or "
                                   "lora = true, or fsdp = false")
-            self._root = fully_shard_model(policy.model, self.dp, output_logits)
+            self._root = fully_shard_model(policy.model, self.dp, selected_logprobs)
         self._ref = _frozen_copy(policy.model) if (self.cfg.kl_coef and not self.cfg.lora) else None
         self.params = [p for p in policy.model.parameters() if p.requires_grad]
         if not self.params:
@@ -203,7 +222,8 @@ class Learner:
         Keys: loss, pg_loss, kl, entropy (nats per token), clip_frac, ratio_mean, ratio_max (PPO
         ratio), tis_mean (the capped weight), grad_norm (before clipping), step_skipped (1 when
         the gradient was not finite and no update was made), tokens, samples, samples_agent,
-        samples_designer, adv_mean, seconds; per role (``agent``, ``designer``): ``loss_ROLE``
+        samples_designer, adv_mean, seconds, tokens_run (every token of the samples that were
+        run, prompts included: what the passes cost); per role (``agent``, ``designer``): ``loss_ROLE``
         (the role's share of ``loss``: the two add up to it), ``entropy_ROLE``, ``tokens_ROLE``
         and ``adv_mean_ROLE`` (None for a role with no samples in the batch); and
         ``importance_ratio``: for each role and for ``all`` tokens, the sampler-to-learner ratio
@@ -285,7 +305,8 @@ class Learner:
             "ratio_mean": sums["ratio"] / n, "ratio_max": maxima["ratio_max"],
             "tis_mean": sums["tis"] / n, "importance_ratio": ratios.figures(),
             "grad_norm": float(grad_norm), "step_skipped": float(not (finite and run)),
-            "tokens": float(total_tokens), "samples": float(len(samples)),
+            "tokens": float(total_tokens), "tokens_run": float(sum(s.length for s in run)),
+            "samples": float(len(samples)),
             "zero_advantage_samples": float(len(samples) - len(run)),
             "samples_agent": float(roles["agent"]), "samples_designer": float(roles["designer"]),
             "adv_mean": sum(s.advantage for s in samples) / len(samples),
@@ -302,8 +323,7 @@ class Learner:
         ids, attn, select, targets = _pack(micro, self.policy.pad_token_id, dev)
         temps = torch.tensor([s.sampling.scoring_temperature for s in micro for _ in range(s.n_tokens)],
                              device=dev)
-        logits = self._logits(self.model, ids, attn, select)
-        logp = _logprobs(logits, targets, temps)
+        logp, entropy = self._logprobs(self.model, ids, attn, select, targets, temps, entropy=True)
         logp_sampling = torch.tensor([lp for s in micro for lp in s.logprobs], device=dev)
         adv = torch.tensor([s.advantage for s in micro for _ in range(s.n_tokens)], device=dev)
         weights = torch.tensor(token_weights(
@@ -318,7 +338,6 @@ class Learner:
             pg = (weights * terms["tis"] * torch.maximum(
                 -adv * terms["ratio"],
                 -adv * terms["ratio"].clamp(1 - cfg.clip_low, 1 + cfg.clip_high))).sum()
-            entropy = _entropies(logits.detach(), temps)
             role_of = [s.role for s in micro for _ in range(s.n_tokens)]
             roles = {}
             for role in set(role_of):
@@ -328,12 +347,15 @@ class Learner:
         return loss, terms, {"pg_loss": float(pg), "entropy_sum": float(entropy.sum()),
                              "roles": roles}
 
-    def _logits(self, model: Any, ids: Any, attn: Any, select: Any) -> Any:
-        """:func:`output_logits` of ``model`` (the trained one), through the FSDP root when
+    def _logprobs(self, model: Any, ids: Any, attn: Any, select: Any, targets: Any, temps: Any,
+                  entropy: bool = False) -> tuple[Any, Any]:
+        """:func:`selected_logprobs` of ``model`` (the trained one), through the FSDP root when
         sharded, so that its hooks gather the weights for the pass and reduce its gradients."""
         if self._root is not None and model is self.model:
-            return self._root(ids, attn, select)
-        return output_logits(model, ids, attn, select)
+            return self._root(ids, attn, select, targets, temps, self.cfg.head_chunk, entropy,
+                              self.cfg.compute_dtype)
+        return selected_logprobs(model, ids, attn, select, targets, temps, self.cfg.head_chunk, entropy,
+                                 self.cfg.compute_dtype)
 
     def score(self, prompt_ids: Sequence[int], output_ids: Sequence[int], temperature: float = 1.0) -> list[float]:
         """Teacher-forced logprobs of ``output_ids`` after ``prompt_ids`` under the current
@@ -345,18 +367,18 @@ class Learner:
         dev = next(self.model.parameters()).device
         ids, attn, select, targets = _pack([sample], self.policy.pad_token_id, dev)
         with torch.no_grad():
-            logits = self._logits(self.model, ids, attn, select)
             temps = torch.full((len(output_ids),), sample.sampling.scoring_temperature, device=dev)
-            return [float(x) for x in _logprobs(logits, targets, temps)]
+            return [float(x) for x in self._logprobs(self.model, ids, attn, select, targets, temps)[0]]
 
     def _ref_logprobs(self, ids: Any, attn: Any, select: Any, targets: Any, temps: Any) -> Any:
         import torch
 
         with torch.no_grad():
             if self._ref is not None:
-                return _logprobs(output_logits(self._ref, ids, attn, select), targets, temps)
+                return selected_logprobs(self._ref, ids, attn, select, targets, temps, self.cfg.head_chunk,
+                                         compute=self.cfg.compute_dtype)[0]
             with self.model.disable_adapter():
-                return _logprobs(self._logits(self.model, ids, attn, select), targets, temps)
+                return self._logprobs(self.model, ids, attn, select, targets, temps)[0]
 
     def save(self, directory: str | Path) -> Path:
         """Write a checkpoint (see :mod:`spadework.train.checkpoint`); returns the folder."""
@@ -502,35 +524,62 @@ def _pack(micro: Sequence[Sample], pad_id: int, dev: Any) -> tuple[Any, Any, Any
     return ids.to(dev), attn.to(dev), select.to(dev), targets.to(dev)
 
 
-def output_logits(model: Any, ids: Any, attn: Any, select: Any) -> Any:
-    """Logits ``[n_selected, V]`` at the ``select`` positions (row-major order).
+def selected_logprobs(model: Any, ids: Any, attn: Any, select: Any, targets: Any, temps: Any,
+                      chunk: int = 0, entropy: bool = False, compute: str = "float32") -> tuple[Any, Any]:
+    """Logprobs ``[n]`` of ``targets`` at the ``select`` positions (row-major order), each under
+    ``softmax(logits / T)`` with ``temps`` one T per position, and with ``entropy`` each
+    position's entropy of that distribution (nats, no gradient; else None).
 
     Runs the decoder over the whole sequence but the LM head only where ``select`` is True (the
     head is the largest matrix of a small model; prompt positions need no logits), without a KV
-    cache (a training pass reads nothing back from one). Models that
-    post-process logits (soft-capping, a logit scale) go through the full forward instead.
+    cache (a training pass reads nothing back from one). The head and softmax go ``chunk``
+    positions at a time (0: all at once); under autograd each chunk is recomputed in the
+    backward pass rather than kept, so at most one chunk's logits exist at any time. Models that
+    post-process logits (soft-capping, a logit scale) go through the full forward instead and
+    are only chunked in the softmax. ``compute`` ``"bfloat16"`` runs the decoder's matmuls under
+    ``torch.autocast`` in bfloat16; the head and the softmax stay in fp32.
     """
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
     cfg = getattr(model, "config", None)
     post = getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None)
-    if post is None and hasattr(model, "get_decoder") and model.get_output_embeddings() is not None:
-        decoder = model.get_decoder()
-        hidden = decoder(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state
-        return model.get_output_embeddings()(hidden[select])
-    return model(input_ids=ids, attention_mask=attn, use_cache=False).logits[select]
+    head = None
+    split = post is None and hasattr(model, "get_decoder") and model.get_output_embeddings() is not None
+    with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=compute == "bfloat16"):
+        if split:
+            states = model.get_decoder()(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state
+            head = model.get_output_embeddings()
+        else:
+            states = model(input_ids=ids, attention_mask=attn, use_cache=False).logits
+    rows = states[select]
+    n = rows.shape[0]
+    size = chunk if chunk > 0 else max(n, 1)
+    recompute = n > size and torch.is_grad_enabled()
+    parts = []
+    for s in range(0, n, size):
+        args = (head, rows[s : s + size], targets[s : s + size], temps[s : s + size], entropy)
+        parts.append(checkpoint(_head_logprobs, *args, use_reentrant=False) if recompute
+                     else _head_logprobs(*args))
+    if not parts:
+        return rows.new_zeros(0, dtype=torch.float32), (rows.new_zeros(0, dtype=torch.float32) if entropy else None)
+    logp = torch.cat([p[0] for p in parts])
+    return logp, torch.cat([p[1] for p in parts]) if entropy else None
 
 
-def _logprobs(logits: Any, targets: Any, temps: Any) -> Any:
-    from spadework.policy.hf import token_logprobs
-
-    return token_logprobs(logits, targets, temps)
-
-
-def _entropies(logits: Any, temps: Any) -> Any:
-    """The entropy of ``softmax(logits / T)`` of each row (nats), ``temps`` one T per row."""
+def _head_logprobs(head: Any, rows: Any, targets: Any, temps: Any, entropy: bool) -> tuple[Any, Any]:
+    """One chunk of :func:`selected_logprobs`: ``head(rows)`` (``rows`` are logits already when
+    ``head`` is None) to the targets' logprobs, and the entropies when asked."""
     import torch
 
-    logp = torch.log_softmax(logits.float() / temps.clamp(min=1e-6).unsqueeze(-1), dim=-1)
-    return -(logp.exp() * logp).sum(dim=-1)
+    from spadework.policy.hf import scaled_log_softmax
+
+    logp = scaled_log_softmax(rows if head is None else head(rows.to(head.weight.dtype)), temps)
+    picked = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    if not entropy:
+        return picked, None
+    with torch.no_grad():
+        return picked, -(logp.exp() * logp).sum(dim=-1)
 
 
 def _role_figures(samples: Sequence[Sample], by_role: dict[str, Counter[str]]) -> dict[str, Any]:

@@ -105,10 +105,11 @@ def merge_figures(dp: DataParallel, sums: Counter[str], by_role: dict[str, Count
             ratio_max[key] = max(ratio_max.get(key, value), value)
 
 
-def fully_shard_model(model: Any, dp: DataParallel, logits: Callable[..., Any]) -> Any:
+def fully_shard_model(model: Any, dp: DataParallel, logprobs: Callable[..., Any]) -> Any:
     """FSDP over ``dp``'s replicas: each decoder layer its own unit, and a root module whose
-    forward is ``logits(model, ids, attn, select)`` (``grpo.output_logits``: the learner runs the decoder and the LM head
-    separately, so the model's own forward, where a root's hooks would sit, is never called).
+    forward is ``logprobs(model, ids, attn, select, targets, temps, chunk, entropy)``
+    (``grpo.selected_logprobs``: the learner runs the decoder and the LM head separately, so the
+    model's own forward, where a root's hooks would sit, is never called).
     FSDP averages the replicas' gradients; the learner scales each replica's loss by the number
     of replicas before its backward pass, so that the result is their sum, as the loss weights
     (the whole batch's normalisation) want. Returns the root."""
@@ -116,13 +117,13 @@ def fully_shard_model(model: Any, dp: DataParallel, logits: Callable[..., Any]) 
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
-    class SelectedLogits(torch.nn.Module):
+    class SelectedLogprobs(torch.nn.Module):
         def __init__(self, inner: Any) -> None:
             super().__init__()
             self.inner = inner
 
-        def forward(self, ids: Any, attn: Any, select: Any) -> Any:
-            return logits(self.inner, ids, attn, select)
+        def forward(self, *args: Any) -> Any:
+            return logprobs(self.inner, *args)
 
     device = next(model.parameters()).device.type
     mesh = init_device_mesh(device, (dp.world,))
@@ -131,7 +132,7 @@ def fully_shard_model(model: Any, dp: DataParallel, logits: Callable[..., Any]) 
         raise ConfigError(f"fsdp found no decoder layers in {type(model).__name__} to shard")
     for layer in layers:
         fully_shard(layer, mesh=mesh)
-    return fully_shard(SelectedLogits(model), mesh=mesh)
+    return fully_shard(SelectedLogprobs(model), mesh=mesh)
 
 
 def whole(t: Any) -> Any:

@@ -127,6 +127,46 @@ def test_micro_batching_does_not_change_the_update(aggregation):
         assert loss == pytest.approx(updates[0][1], abs=1e-6)
 
 
+@pytest.mark.parametrize("lora", [True, False])
+def test_the_head_in_chunks_gives_the_update_of_one_pass(lora):
+    """The LM head and softmax a few positions at a time, each chunk recomputed in the backward
+    pass, change no figure and no weight's update (the full fine-tune trains the head too)."""
+    results = []
+    for chunk in (0, 3, 1):
+        policy = make_tiny_policy()
+        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=3, head_chunk=chunk, lora=lora,
+                                              kl_coef=0.05))
+        before = {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
+        stats = learner.step(samples_for(policy))
+        delta = {n: p.detach() - before[n] for n, p in policy.model.named_parameters() if n in before}
+        results.append((delta, stats))
+    (d0, s0), *rest = results
+    assert any("lm_head" in n for n in d0) != lora
+    for delta, stats in rest:
+        assert max_diff(delta, d0) < 1e-6
+        for key in ("loss", "pg_loss", "kl", "entropy", "entropy_agent", "grad_norm"):
+            assert stats[key] == pytest.approx(s0[key], abs=1e-6), key
+
+
+def test_bfloat16_compute_stays_on_policy_and_moves_the_weights_the_same_way():
+    """Matmuls under bfloat16 autocast (the head and softmax in fp32): the on-policy ratio stays
+    1 within bfloat16's rounding, and the update points where the fp32 one does."""
+    import torch
+
+    deltas, stats = [], []
+    for dtype in ("float32", "bfloat16"):
+        policy = make_tiny_policy()
+        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=3, compute_dtype=dtype))
+        before = lora_state(learner)
+        stats.append(learner.step(samples_for(policy)))
+        after = lora_state(learner)
+        deltas.append(torch.cat([(after[k] - before[k]).flatten() for k in sorted(after)]))
+    r = stats[1]["importance_ratio"]["all"]
+    assert abs(r["mean"] - 1) < 1e-3 and r["max"] < 1.01
+    assert float(torch.nn.functional.cosine_similarity(deltas[0], deltas[1], dim=0)) > 0.95
+    assert stats[1]["loss"] == pytest.approx(stats[0]["loss"], abs=1e-2)
+
+
 def test_a_packed_episode_updates_exactly_as_its_turns_do():
     """Three turns whose prompts continue each other, one advantage: the packed sequence (the
     host's messages in between untrained) gives the unpacked step's loss, ratios and update
@@ -265,3 +305,7 @@ def test_config_errors_say_what_to_set():
         Learner(make_tiny_policy(), TrainConfig(target_modules=("no_such_layer",)))
     with pytest.raises(ValueError, match="at least one"):
         Learner(make_tiny_policy(), TrainConfig()).step([])
+    with pytest.raises(ConfigError, match="compute_dtype must be"):
+        TrainConfig(compute_dtype="fp16")
+    with pytest.raises(ConfigError, match="head_chunk must be >= 0"):
+        TrainConfig(head_chunk=-1)

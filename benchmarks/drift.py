@@ -1,0 +1,90 @@
+"""How far the learner's logprobs are from the sampler's, per engine weights and learner dtype.
+
+The importance ratio ``exp(lp_learner - lp_sampler)`` of every sampled token is what clipping and
+the TIS cap bound (``train.importance_ratio`` in a run's figures); on policy it should be 1, and
+what moves it is the sampler's weights (a 16-bit or quantised copy) and the learner's arithmetic.
+This script samples replies from llama.cpp (``--weights``, each a copy of the GGUF, see
+``spadework.policy.gguf_copy``) at the cpu-qwen play temperature and scores the same tokens with
+the learner (``Learner.score``, the step's own code path) once per ``TrainConfig.compute_dtype``
+in ``--dtypes``, and prints one JSON object: per (weights, dtype) the mean, p99 and max of
+``|lp_learner - lp_sampler|`` and the mean, min and max of the ratio, and the learner's seconds
+to score them (fp32 first: the baseline).
+
+Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/drift.py
+       [--model qwen2.5-coder-0.5b-instruct] [--weights bf16,f16] [--dtypes float32,bfloat16]
+       [--prompts 8] [--n 4] [--max-tokens 48]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+PROMPTS = ["What is the capital of France? Answer in one word.", "Name three colours.",
+           "Write a haiku about rain.", "What is 17 + 25? Show one step.",
+           "You are in a maze. Reply with one move in a box, like \\boxed{north}.",
+           "Guess a number from 1 to 9. Reply as \\boxed{N}.",
+           "Explain what a stack is in one sentence.", "List two prime numbers above 50."]
+
+
+def figures(gaps: list[float], ratios: list[float]) -> dict:
+    s = sorted(gaps)
+    return {"tokens": len(gaps), "gap_mean": round(sum(gaps) / len(gaps), 5),
+            "gap_p99": round(s[min(len(s) - 1, int(0.99 * len(s)))], 5), "gap_max": round(s[-1], 5),
+            "ratio_mean": round(sum(ratios) / len(ratios), 5), "ratio_min": round(min(ratios), 5),
+            "ratio_max": round(max(ratios), 5)}
+
+
+def main() -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b-instruct")
+    ap.add_argument("--weights", default="bf16,f16")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--n", type=int, default=4, help="replies per prompt")
+    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--temperature", type=float, default=0.7)
+    args = ap.parse_args()
+
+    import torch
+
+    from spadework.policy import SamplingParams
+    from spadework.policy.llamacpp import load_llamacpp_policy
+    from spadework.policy.load import learner_policy
+    from spadework.train import Learner, TrainConfig
+
+    torch.set_num_threads(2)
+    prompts = (PROMPTS * ((args.prompts + len(PROMPTS) - 1) // len(PROMPTS)))[: args.prompts]
+    params = SamplingParams(temperature=args.temperature, top_p=0.95, top_k=20,
+                            max_tokens=args.max_tokens, n=args.n, seed=0)
+    out: dict = {"model": args.model, "temperature": args.temperature, "cells": {}}
+    learners: dict = {}
+    for weights in args.weights.split(","):
+        engine = load_llamacpp_policy(args.model, weights=weights, max_batch_size=16)
+        done = engine.chat(prompts, params)
+        for dtype in args.dtypes.split(","):
+            if dtype not in learners:
+                learners[dtype] = Learner(learner_policy(engine), TrainConfig(compute_dtype=dtype, threads=2))
+            learner = learners[dtype]
+            gaps, ratios, t0 = [], [], time.perf_counter()
+            for c in done:
+                lp = learner.score(c.prompt_ids, c.output_ids, args.temperature)
+                gaps += [abs(a - b) for a, b in zip(lp, c.logprobs)]
+                ratios += [math.exp(a - b) for a, b in zip(lp, c.logprobs)]
+            out["cells"][f"{weights}/{dtype}"] = {**figures(gaps, ratios),
+                                                  "score_seconds": round(time.perf_counter() - t0, 2)}
+            print(f"{weights}/{dtype}: {out['cells'][f'{weights}/{dtype}']}", file=sys.stderr, flush=True)
+        engine.close()
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
