@@ -9,8 +9,23 @@ iteration the shares spent in generation, in learning (the train stage less the 
 weight sync. The ratios are measured within one run; absolute times depend on the machine's
 load, the shares and the backend-to-backend ratio much less.
 
+Per stage it also reports what the engines did: chat calls and rows, prompt tokens asked for,
+and for llama.cpp the prompt tokens computed (``prefilled``) and served from cached prefixes
+(``reused``), decode steps and ``occupancy`` (mean rows sampled per decode step, out of
+``policy_batch``); the stage's peak resident memory (sampled every 0.2 s) and the learner's
+tokens per second (trained tokens, and every token run forward and back). ``--engine-peak``
+adds each engine model's own throughput at the same batch and threads (``benchmarks/
+generation.py``'s measurement, in a subprocess), so that in-loop generation is a ratio of it.
+``--set NAME=VALUE`` overrides the preset (``threads=2``, ``learner.head_chunk=0``).
+
+The mechanism preset (a 1.5B designer, a 0.5B agent trained with LoRA)::
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/iteration.py --preset cpu-qwen \
+        --backend llamacpp --engine-peak
+
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/iteration.py
-       [--preset cpu] [--backend hf,llamacpp] [--no-train] [--seed 0]
+       [--preset cpu] [--backend hf,llamacpp] [--no-train] [--seed 0] [--engine-peak]
+       [--set NAME=VALUE ...]
 """
 
 from __future__ import annotations
@@ -20,19 +35,40 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _memory import peak_rss_mib, rss_mib  # noqa: E402  (this folder is on sys.path as a script)
+
+
+ENGINE_COUNTERS = ("prefilled_tokens", "reused_tokens", "decode_steps", "sampled_rows")
 
 
 class Clock:
-    """The stage now running, and the wall time and output tokens of chat calls per stage."""
+    """The stage now running, and per stage the wall time, tokens and engine counters of chat
+    calls and the peak resident memory (a thread samples it)."""
 
     def __init__(self) -> None:
+        from collections import Counter
+
         self.stage = "setup"
         self.seconds: dict[str, float] = {}
         self.tokens: dict[str, int] = {}
+        self.counts: dict[str, Counter] = {}
+        self.peak_mib: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            self.peak_mib[self.stage] = max(self.peak_mib.get(self.stage, 0.0), rss_mib())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 class TimedPolicy:
@@ -50,13 +86,27 @@ class TimedPolicy:
         return self.inner.context_length
 
     def chat(self, conversations, params):
+        from collections import Counter
+
         c, t = self.clock, time.monotonic()
+        before = {k: getattr(self.inner, k, 0) for k in ENGINE_COUNTERS}
         try:
             out = self.inner.chat(conversations, params)
         finally:
             c.seconds[c.stage] = c.seconds.get(c.stage, 0.0) + time.monotonic() - t
         c.tokens[c.stage] = c.tokens.get(c.stage, 0) + sum(len(x.output_ids) for x in out)
+        counts = c.counts.setdefault(c.stage, Counter())
+        counts.update(calls=1, rows=len(out), prompt_tokens=sum(len(x.prompt_ids) for x in out),
+                      **{k: getattr(self.inner, k, 0) - before[k] for k in ENGINE_COUNTERS})
         return out
+
+
+def engine_figures(counts) -> dict:
+    """A stage's chat figures: calls, rows, prompt tokens and, from llama.cpp, what was computed."""
+    out = {k: int(counts.get(k, 0)) for k in ("calls", "rows", "prompt_tokens", *ENGINE_COUNTERS)}
+    if out["decode_steps"]:
+        out["occupancy"] = round(out["sampled_rows"] / out["decode_steps"], 2)
+    return out
 
 
 def one_iteration(cfg, backend: str, train: bool) -> dict:
@@ -86,14 +136,22 @@ def one_iteration(cfg, backend: str, train: bool) -> dict:
 
     with tempfile.TemporaryDirectory() as d:
         t0 = time.monotonic()
-        (m,) = run(cfg, Path(d), progress=Marks(), **parts)
+        try:
+            (m,) = run(cfg, Path(d), progress=Marks(), **parts)
+        finally:
+            clock.stop()
         end = time.monotonic()
     starts = marks + [("end", end)]
     stages = {}
     for (name, t), (_, t_next) in zip(starts, starts[1:]):
         gen = clock.seconds.get(name, 0.0)
         stages[name] = {"wall_s": round(t_next - t, 3), "generation_s": round(gen, 3),
-                        "other_s": round(t_next - t - gen, 3), "output_tokens": clock.tokens.get(name, 0)}
+                        "other_s": round(t_next - t - gen, 3), "output_tokens": clock.tokens.get(name, 0),
+                        "peak_rss_mib": round(clock.peak_mib.get(name, 0.0), 1)}
+        if name in clock.counts:
+            stages[name]["engine"] = engine_figures(clock.counts[name])
+            if gen:
+                stages[name]["output_tokens_per_s"] = round(clock.tokens.get(name, 0) / gen, 2)
     iteration_s = end - marks[0][1]
     gen_total = sum(s["generation_s"] for s in stages.values())
     train = m.values.get("train", {})
@@ -110,8 +168,32 @@ def one_iteration(cfg, backend: str, train: bool) -> dict:
                   "other": round(1 - (gen_total + learn_s + sync_s) / iteration_s, 4)},
         "output_tokens": tokens, "generation_tokens_per_s": round(tokens / max(gen_total, 1e-9), 1),
         "importance_ratio": train.get("importance_ratio"), "train_note": train.get("note"),
+        "learner": {"trained_tokens": train.get("tokens"), "run_tokens": train.get("tokens_run"),
+                    "seconds": train.get("seconds"),
+                    "trained_tokens_per_s": _rate(train.get("tokens"), train.get("seconds")),
+                    "run_tokens_per_s": _rate(train.get("tokens_run"), train.get("seconds"))},
+        "peak_rss_mib": round(peak_rss_mib(), 1),
         "stages": stages,
     }
+
+
+def _rate(tokens, seconds):
+    return round(tokens / seconds, 2) if tokens and seconds else None
+
+
+def engine_peak(model: str, batch: int, threads: int, weights: str) -> dict:
+    """``benchmarks/generation.py``'s cell for ``model`` on llama.cpp at this batch, threads and
+    weights (a subprocess, started before the iteration: a child's peak RSS starts from its
+    parent's)."""
+    import subprocess
+
+    script = Path(__file__).resolve().parent / "generation.py"
+    cmd = [sys.executable, str(script), "--worker", f"gen|{model}|llamacpp|{batch}|{threads}|{weights}",
+           "--max-tokens", "64", "--repeats", "1"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode:
+        return {"error": done.stderr.strip()[-300:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -122,6 +204,10 @@ def main() -> None:
                     help="comma-separated backends, each run in turn (the first is the baseline)")
     ap.add_argument("--no-train", action="store_true", help="skip the learner step and the sync")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--engine-peak", action="store_true",
+                    help="also measure each llama.cpp model's own throughput at the same batch")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a preset setting (dotted for sections), e.g. threads=2")
     args = ap.parse_args()
 
     import torch
@@ -129,14 +215,37 @@ def main() -> None:
     torch.set_num_threads(1)
     from spadework.config import override, preset
 
-    cfg = override(preset(args.preset), {"iterations": 1, "run_seed": args.seed})
+    sets: dict = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        *section, key = name.split(".")
+        (sets.setdefault(section[0], {}) if section else sets)[key] = json.loads(value)
+    cfg = override(preset(args.preset), {**sets, "iterations": 1, "run_seed": args.seed})
+    peaks = {}
+    if args.engine_peak:
+        from spadework.policy.llamacpp import default_threads
+
+        threads = cfg.threads or default_threads()
+        for role in ("agent", "designer"):
+            model = cfg.role_model(role) or "smollm2-135m-instruct"
+            weights = cfg.frozen_weights if role in cfg.frozen and not cfg.shared else "bf16"
+            peaks.setdefault(role, {"model": model, "weights": weights,
+                                    **engine_peak(model, cfg.policy_batch, threads, weights)})
     runs = [one_iteration(cfg, b, not args.no_train) for b in args.backend.split(",")]
     base = runs[0]
     for r in runs[1:]:
         r["iteration_speedup_vs_" + base["backend"]] = round(base["iteration_s"] / r["iteration_s"], 3)
         r["generation_speedup_vs_" + base["backend"]] = round(
             base["generation_s"] / max(r["generation_s"], 1e-9), 3)
+    if peaks:
+        for r in runs:
+            for stage, role in (("play", "agent"), ("design", "designer")):
+                peak = peaks.get(role, {})
+                got = r["stages"].get(stage, {}).get("output_tokens_per_s")
+                if got and peak.get("tokens_per_s"):
+                    r["stages"][stage]["share_of_engine_peak"] = round(got / peak["tokens_per_s"], 3)
     print(json.dumps({"benchmark": "iteration", "preset": args.preset, "model": cfg.model or "default",
+                      "set": sets, "engine_peak": peaks,
                       "train": not args.no_train, "runs": runs,
                       "target": "weight sync under 10% of an iteration",
                       "meets_target": all(r["share"]["sync"] < 0.10 for r in runs)}, indent=1))

@@ -70,10 +70,9 @@ def _ours(policy, batch, args, device: str, checkpointing: bool = False):
     from spadework.train import Learner, Sample, TrainConfig
     from spadework.types import Sampling
 
-    head = _overrides(args.setting)
-    learner = Learner(policy, TrainConfig(micro_batch_size=args.micro, micro_batch_tokens=args.micro_tokens,
-                                          gradient_checkpointing=checkpointing or args.checkpointing,
-                                          threads=args.threads, **head))
+    settings = {"micro_batch_size": args.micro, "micro_batch_tokens": args.micro_tokens,
+                "gradient_checkpointing": checkpointing or args.checkpointing, "threads": args.threads}
+    learner = Learner(policy, TrainConfig(**{**settings, **_overrides(args.setting)}))
     samples = [Sample("agent", tuple(p), tuple(o), tuple([-1.0] * len(o)), a, Sampling(1.0))
                for p, o, a in batch]
     return lambda: learner.step(samples)

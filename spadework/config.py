@@ -24,6 +24,7 @@ from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
 from spadework.evaluate.inrun import EvalConfig
 from spadework.loggers import LogConfig
+from spadework.policy.gguf_copy import WEIGHTS
 from spadework.policy.load import BACKENDS, split_endpoint
 from spadework.reward import RewardConfig
 from spadework.rollout import PlayConfig
@@ -53,6 +54,12 @@ class RunConfig:
     CPU engine; the learner trains a transformers twin and each update is synced into it) or
     ``hf`` (transformers, sampling from the module it trains). ``threads``: the llamacpp
     engine's threads (None: half the cores this process may use, at least 1).
+    ``frozen_weights``: the llamacpp weights of a role in ``frozen`` with a model of its own
+    (it never trains, so nothing needs its logprobs to match a learner's): ``gguf``, the
+    quantised file as pulled, or ``bf16`` / ``f16``, the 16-bit copy the trained roles sample
+    from. Measured for the 1.5B designer at batch 2 on two threads: 28.5 tokens/s from the
+    Q4_1 file against 20.7 from the BF16 copy, 2.1 GiB resident against 3.8, prefill 118 against
+    141 tokens/s (``benchmarks/generation.py``; docs/engine.md).
 
     Roles. ``model`` plays both roles by default, one shared model trained on both roles'
     samples (the paper's setting). ``designer_model`` / ``agent_model`` give a role its own
@@ -76,6 +83,7 @@ class RunConfig:
     policy_batch: int = 16
     backend: str = "llamacpp"
     threads: int | None = None
+    frozen_weights: str = "gguf"
     designer_model: str | None = None
     agent_model: str | None = None
     frozen: tuple[str, ...] = ()
@@ -98,6 +106,9 @@ class RunConfig:
             raise ConfigError(f"RunConfig.backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ConfigError(f"RunConfig.threads must be an integer >= 1 or unset, got {self.threads!r}")
+        if self.frozen_weights not in WEIGHTS:
+            raise ConfigError(f"RunConfig.frozen_weights must be one of {', '.join(WEIGHTS)}, got "
+                              f"{self.frozen_weights!r}")
         unknown = [r for r in self.frozen if r not in ROLES]
         if unknown or len(set(self.frozen)) != len(self.frozen):
             raise ConfigError(f"RunConfig.frozen lists roles ({', '.join(ROLES)}), each once; got "
@@ -236,11 +247,20 @@ def _cpu_qwen() -> RunConfig:
     are replayed before it, those measured at 0 of 5 after it. Four iterations
     of four environments, designs at iterations 0 and 2: the learner's step over an
     iteration's 20 unhinted episodes (about 20,000 packed tokens) is most of an iteration.
+
+    Speed (``benchmarks/iteration.py --preset cpu-qwen``; docs/engine.md): generation is most of
+    an iteration, so the engines take both cores (``threads = 2``: nothing else runs while they
+    sample), the agent's engine has a row for each of the iteration's 40 episodes
+    (``policy_batch = 40``, so that each keeps its cached conversation between turns), the
+    frozen designer samples from the quantised file (``frozen_weights``). The learner stays in
+    fp32: bfloat16 (``learner.compute_dtype``) made its step 1.5x faster but moved one
+    long-context token's importance ratio to 1.48, past the per-token tolerance the engine
+    tests hold (the fp32 learner's largest in the same iteration: 1.03).
     """
     return RunConfig(
         preset="cpu-qwen", model="qwen2.5-coder-0.5b-instruct",
         designer_model="qwen2.5-coder-1.5b-instruct", frozen=("designer",),
-        iterations=4, plays=5, train=True, checkpoint_every=1,
+        iterations=4, plays=5, train=True, checkpoint_every=1, threads=2, policy_batch=40,
         design=DesignConfig(attempts_per_slot=1, repair_turns=1, max_tokens=1024,
                             corpus_words=200, memory_positives=1, memory_negatives=1,
                             mutation_ratio=0.25, feedback=True),

@@ -140,6 +140,9 @@ class LlamaCppPolicy:
         self._ctx_shape = (0, 0)  # (sequences, cells per sequence) of the live context
         self._kv: dict[int, list[int]] = {}  # sequence -> the tokens its KV cells hold
         self.reused_tokens = 0  # prompt tokens served from cached prefixes, not recomputed
+        self.prefilled_tokens = 0  # prompt tokens computed (the rest of each prompt)
+        self.decode_steps = 0  # llama_decode calls
+        self.sampled_rows = 0  # rows that got a token, summed over steps (/ steps: occupancy)
         self._adapter: Any = None
         self._adapter_off = False  # inside base_weights(): sample without the adapter
         vocab = self._ll.llama_model_get_vocab(self._model)
@@ -387,12 +390,15 @@ class LlamaCppPolicy:
                     r = waiting.popleft()
                     seq_of[r], reused = self._claim(mem, free, prompts[r])
                     self.reused_tokens += reused
+                    self.prefilled_tokens += len(prompts[r]) - reused
                     last = len(prompts[r]) - 1
                     at.append(len(entries) + last - reused)
                     entries += [(prompts[r][k], k, seq_of[r], k == last)
                                 for k in range(reused, len(prompts[r]))]
                     outs.append(r)
                 self._submit(batch, entries)
+                self.decode_steps += 1
+                self.sampled_rows += len(outs)
                 logits = np.stack([self._logits_at(i) for i in at])
                 tokens, lps = sample_tokens(torch.from_numpy(logits), params,
                                             [gens[r] for r in outs])
