@@ -116,6 +116,25 @@ def test_a_frozen_designer_of_its_own_needs_no_learner_and_a_trained_one_does(tm
     assert not (tmp_path / "b" / "checkpoints" / "designer").exists()
 
 
+def test_only_a_frozen_role_of_its_own_samples_from_the_quantised_file(monkeypatch):
+    """A frozen designer with its own model never trains, so it may sample from the GGUF as
+    pulled; the trained agent, and a frozen role on the shared model, keep the 16-bit copy."""
+    import spadework.policy.load as load
+    from spadework.commands import load_roles
+
+    asked = []
+    monkeypatch.setattr(load, "load_policy", lambda backend, model, **kw: asked.append((model, kw["weights"])) or model)
+    base = override(preset("cpu"), {"train": False})
+    load_roles(override(base, {"designer_model": "qwen2.5-coder-1.5b-instruct", "frozen": ["designer"]}))
+    load_roles(override(base, {"frozen": ["designer"]}))
+    load_roles(override(base, {"designer_model": "qwen2.5-coder-1.5b-instruct", "frozen": ["designer"],
+                               "frozen_weights": "bf16"}))
+    assert asked == [(None, "bf16"), ("qwen2.5-coder-1.5b-instruct", "gguf"), (None, "bf16"),
+                     (None, "bf16"), ("qwen2.5-coder-1.5b-instruct", "bf16")]
+    with pytest.raises(ConfigError, match="frozen_weights must be one of"):
+        override(base, {"frozen_weights": "q2"})
+
+
 def test_role_settings_are_checked_with_what_to_do():
     base = preset("cpu")
     assert base.shared and base.trained_roles == ("agent", "designer")

@@ -307,6 +307,24 @@ def test_the_same_jobs_in_batches_of_two_and_of_eight_play_the_same_episodes(sb)
     assert len({e.turns[0].text for e in small}) > 1
 
 
+def test_no_more_episodes_live_than_the_engine_has_rows(sb):
+    """An engine that caches each conversation in one of its rows gets at most that many
+    conversations per call (more would evict each other's caches every turn); the episodes are
+    the ones an unbounded batch plays."""
+    env = starter_env("mastermind")
+    jobs = regret_jobs(env, run_seed=6, plays=3)  # 6 episodes
+
+    def script(c, t, rng):
+        return "\\boxed{" + " ".join(str(rng.randint(1, 6)) for _ in range(4)) + "}"
+
+    rows = ScriptedPolicy(script, seeded=True)
+    rows.max_batch_size = 4
+    bounded = play(rows, sb, jobs, PlayConfig(max_turns=3, batch_size=64), seed=5)
+    free = play(ScriptedPolicy(script, seeded=True), sb, jobs, PlayConfig(max_turns=3, batch_size=64), seed=5)
+    assert max(len(call) for call in rows.calls) == 4
+    assert [tuple(t.text for t in e.turns) for e in bounded] == [tuple(t.text for t in e.turns) for e in free]
+
+
 def test_a_reply_ends_at_its_first_complete_move(sb):
     """With stop_at_move (the default) the sampler ends a reply at the token that closes its
     first box: the turn keeps that much text, says why it ended ("move"), and the move played
