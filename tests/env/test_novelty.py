@@ -110,3 +110,33 @@ def test_novelty_stage_on_its_own():
         novelty_stage(copy, index, CheckConfig(novelty_threshold=1.0))  # identical up to names
     slightly = copy.replace("Compute (", "Work out (")
     assert "most similar" in novelty_stage(slightly, index, CheckConfig(novelty_threshold=1.0))
+
+
+def test_the_example_with_a_constant_changed_is_a_copy_and_a_new_game_on_its_skeleton_is_not():
+    """What the 1.5B designer wrote at iteration 0 of every cpu-qwen run (0.88 to the example,
+    accepted under the former 0.9 threshold), and a design of its own on the same skeleton."""
+    from spadework.designer.examples import GAMES_EXAMPLE
+    from spadework.env.checker import novelty_stage
+    from spadework.errors import ContractError
+
+    index = NoveltyIndex([GAMES_EXAMPLE])
+    renamed = (GAMES_EXAMPLE.replace("CompoundInterestEnv", "MayaGlyphsEnv")
+               .replace("rng.randint(1, 9)", "rng.randint(1, 99)").replace("LEVELS = 3", "LEVELS = 2"))
+    with pytest.raises(ContractError, match="near-duplicate"):
+        novelty_stage(renamed, index, CheckConfig())
+    own = (GAMES_EXAMPLE.replace("CompoundInterestEnv", "GeometricSeriesEnv")
+           .replace("self.deposit = rng.randint(1, 9) * 100", "self.first = rng.randint(1, 9)")
+           .replace("self.rate = rng.choice([10, 20, 50])", "self.ratio = rng.choice([2, 3, 5])")
+           .replace("""        self.answer = self.deposit
+        for _ in range(self.years):
+            self.answer += self.answer * self.rate // 100""",
+                    "        self.answer = self.first * (self.ratio ** self.years - 1) // (self.ratio - 1)")
+           .replace('''f"A deposit of {self.deposit} coins earns {self.rate}% interest a year, "
+                f"added at the end of each year and rounded down. What is the balance "
+                f"after {self.years} year(s)? Answer with a whole number."''',
+                    '''f"A geometric series starts with {self.first} and has a common ratio of "
+                f"{self.ratio}. What is the sum of its first {self.years} terms? Answer with a whole number."''')
+           .replace("That is the balance.", "That is the sum.")
+           .replace("Each year the balance grows by {self.rate}% of itself.",
+                    "The sum is first * (ratio ** n - 1) / (ratio - 1)."))
+    assert "most similar" in novelty_stage(own, index, CheckConfig())
