@@ -105,7 +105,9 @@ def main() -> None:
     for run in args.runs:
         with Archive.open_read_only(archive_path(run)) as a:
             codes += a.env_codes("accepted")
-    index = NoveltyIndex([*codes, *prompt_examples(cfg.design.setting)], k=cfg.check.shingle_size)
+    index = NoveltyIndex(codes, k=cfg.check.shingle_size)
+    for example in prompt_examples(cfg.design.setting):  # as a run indexes them
+        index.add(example, threshold=cfg.check.example_novelty_threshold)
     policy = load_policy("llamacpp", cfg.role_model("designer"), max_batch_size=cfg.policy_batch,
                          threads=args.threads or cfg.threads)
     print(f"[design_repair] {len(items)} rejected first attempts from {len(args.runs)} runs; "

@@ -233,8 +233,9 @@ class DesignRun:
         self.check_config = check_config
         self.progress = progress or (lambda done, total: None)
         self.done, self.total = 0, 0
-        self.index = NoveltyIndex([*archive.env_codes("accepted"), *prompt_examples(cfg.setting)],
-                                  k=self.check_config.shingle_size)
+        self.index = NoveltyIndex(archive.env_codes("accepted"), k=self.check_config.shingle_size)
+        for example in prompt_examples(cfg.setting):
+            self.index.add(example, threshold=self.check_config.example_novelty_threshold)
         self._memory: dict[str, tuple[list[MemoryExample], list, tuple[str, ...]]] = {}
         self.feedback = feedback_section(archive.played_designs(setting=cfg.setting), *band) \
             if cfg.feedback else None

@@ -37,12 +37,14 @@ class CheckConfig:
     trivial_episodes: int = 20  # random-action episodes; empty and repeated get a quarter each
     trivial_rate: float = 0.1  # a strategy winning a larger share of episodes fails
     max_obs_chars: int = 32_768
-    novelty_threshold: float = 0.8
-    """Jaccard similarity (of normalised code, :mod:`spadework.env.novelty`) at or above which a
-    candidate is a copy. 0.8, not 0.9: every cpu-qwen run so far accepted, at iteration 0, the
-    designer's prompt example with one constant changed and a new class name (the same task
-    text; 0.88 to the example), while its distinct designs scored 0.49-0.53 to it and the
-    starters at most 0.17 to each other."""
+    novelty_threshold: float = 0.9  # Jaccard similarity at or above which a candidate is a copy
+    example_novelty_threshold: float = 0.8
+    """The same for the example modules a design prompt shows (the designer indexes them with
+    it; archived environments, which a mutation is meant to resemble, keep
+    ``novelty_threshold``). 0.8: every cpu-qwen run so far accepted, at iteration 0, the prompt's
+    example with one constant changed and a new class name (the same task text; 0.88 to the
+    example), while the distinct designs of those runs score 0.49-0.53 to it and the starters at
+    most 0.17 to each other."""
     shingle_size: int = 5
     allow_numpy: bool = False
     allow_math_verify: bool = False
@@ -77,7 +79,7 @@ class CheckConfig:
                 raise ConfigError(f"CheckConfig.{name} must be a positive integer, got {value!r}")
         validate_count("CheckConfig.max_turns", self.max_turns, MAX_TURNS, MAX_TURNS_WHY)
         validate_count("CheckConfig.solvable_seeds", self.solvable_seeds, MAX_SEEDS, SEEDS_WHY)
-        for name in ("trivial_rate", "novelty_threshold"):
+        for name in ("trivial_rate", "novelty_threshold", "example_novelty_threshold"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
                 raise ConfigError(f"CheckConfig.{name} must be a number in [0, 1], got {value!r}")

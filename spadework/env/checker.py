@@ -180,16 +180,17 @@ def _by_level(summaries: list[str]) -> str:
 
 
 def novelty_stage(code: str, index: NoveltyIndex, cfg: CheckConfig) -> str:
-    """Not a near-duplicate (Jaccard of normalised shingles below the threshold) of any indexed
-    environment."""
+    """Not a near-duplicate (Jaccard of normalised shingles below the threshold: the entry's
+    own, else ``cfg.novelty_threshold``) of any indexed environment."""
+    copy = index.copy_of(code, cfg.novelty_threshold)
+    if copy is not None:
+        raise ContractError(
+            f"near-duplicate of environment {copy.env_id[:12]} (similarity {copy.similarity:.2f} "
+            f">= {copy.threshold:.2f}); design a different mechanic, not a renamed copy"
+        )
     match = index.most_similar(code)
     if match is None:
         return "nothing to compare against"
-    if match.similarity >= cfg.novelty_threshold:
-        raise ContractError(
-            f"near-duplicate of environment {match.env_id[:12]} (similarity {match.similarity:.2f} "
-            f">= {cfg.novelty_threshold:.2f}); design a different mechanic, not a renamed copy"
-        )
     return f"most similar: {match.env_id[:12]} at {match.similarity:.2f} of {len(index)} compared"
 
 

@@ -137,6 +137,7 @@ class Match:
 
     env_id: str
     similarity: float
+    threshold: float | None = None  # the entry's own near-duplicate threshold, if it has one
 
 
 class NoveltyIndex:
@@ -153,24 +154,37 @@ class NoveltyIndex:
         if k < 1:
             raise ValueError(f"shingle size k must be >= 1, got {k}")
         self.k = k
-        self._entries: list[tuple[str, frozenset]] = []
+        self._entries: list[tuple[str, frozenset, float | None]] = []
         for code in codes:
             self.add(code)
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def add(self, code: str) -> None:
-        """Index one more environment's code."""
-        self._entries.append((env_id_of(code), shingles(normalise_code(code), self.k)))
+    def add(self, code: str, threshold: float | None = None) -> None:
+        """Index one more environment's code; ``threshold``: its own near-duplicate threshold
+        (a prompt's example module is held to a stricter one than an archived environment, which
+        a mutation is meant to resemble), None for the checker's."""
+        self._entries.append((env_id_of(code), shingles(normalise_code(code), self.k), threshold))
+
+    def copy_of(self, code: str, threshold: float) -> Match | None:
+        """The most similar entry whose similarity to ``code`` reaches its own threshold
+        (``threshold`` for entries without one), or None."""
+        probe = shingles(normalise_code(code), self.k)
+        best: Match | None = None
+        for env_id, sh, own in self._entries:
+            sim, limit = jaccard(probe, sh), own if own is not None else threshold
+            if sim >= limit and (best is None or sim > best.similarity):
+                best = Match(env_id, sim, limit)
+        return best
 
     def most_similar(self, code: str) -> Match | None:
         """The indexed environment most similar to ``code`` (ties: the first indexed), or None
         when the index is empty."""
         probe = shingles(normalise_code(code), self.k)
         best: Match | None = None
-        for env_id, sh in self._entries:
+        for env_id, sh, own in self._entries:
             sim = jaccard(probe, sh)
             if best is None or sim > best.similarity:
-                best = Match(env_id, sim)
+                best = Match(env_id, sim, own)
         return best
