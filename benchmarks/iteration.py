@@ -228,7 +228,7 @@ def main() -> None:
         threads = cfg.threads or default_threads()
         for role in ("agent", "designer"):
             model = cfg.role_model(role) or "smollm2-135m-instruct"
-            weights = cfg.frozen_weights if role in cfg.frozen and not cfg.shared else "bf16"
+            weights = cfg.engine_weights(role)
             peaks.setdefault(role, {"model": model, "weights": weights,
                                     **engine_peak(model, cfg.policy_batch, threads, weights)})
     runs = [one_iteration(cfg, b, not args.no_train) for b in args.backend.split(",")]

@@ -91,9 +91,8 @@ def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = Non
             return policy_factory()
         if is_endpoint(cfg.role_model(role)):
             return load_endpoint(cfg.role_model(role))
-        own_frozen = role in cfg.frozen and not cfg.shared  # nothing matches its logprobs to a learner
         return load_policy(cfg.backend, cfg.role_model(role), max_batch_size=cfg.policy_batch,
-                           threads=cfg.threads, weights=cfg.frozen_weights if own_frozen else "bf16")
+                           threads=cfg.threads, weights=cfg.engine_weights(role))
 
     def trained(policy: Policy) -> tuple[Any, Any]:
         from spadework.train.grpo import Learner

@@ -165,6 +165,11 @@ class RunConfig:
         """The roles whose weights this run updates (none without training)."""
         return tuple(r for r in ROLES if r not in self.frozen) if self.train else ()
 
+    def engine_weights(self, role: str) -> str:
+        """The llamacpp weights ``role`` samples from: ``frozen_weights`` for a frozen role with
+        a model of its own (nothing matches its logprobs to a learner), else the 16-bit copy."""
+        return self.frozen_weights if role in self.frozen and not self.shared else "bf16"
+
     def roles_trained_on_policy(self, *, shared: bool) -> tuple[str, ...]:
         """The trained roles whose samples train the agent's model: every trained role when
         that model also designs (``shared``), else the agent's only."""
@@ -255,7 +260,7 @@ def _cpu_qwen() -> RunConfig:
     frozen designer samples from the quantised file (``frozen_weights``). The learner stays in
     fp32: bfloat16 (``learner.compute_dtype``) made its step 1.5x faster but moved one
     long-context token's importance ratio to 1.48, past the per-token tolerance the engine
-    tests hold (the fp32 learner's largest in the same iteration: 1.03).
+    tests hold (the fp32 learner's largest in that iteration: 1.08).
     """
     return RunConfig(
         preset="cpu-qwen", model="qwen2.5-coder-0.5b-instruct",

@@ -63,7 +63,7 @@ from spadework.env.checkconfig import (
     validate_count,
     validate_seconds,
 )
-from spadework.env.novelty import NoveltyIndex
+from spadework.env.novelty import Match, NoveltyIndex, most_similar
 from spadework.env.contract import MAX_LEVELS
 from spadework.env.probe import answer_of, call_env, where_in_env
 from spadework.env.solvable import SolutionLoss, solution_losses, solvable_seeds, solvable_stage
@@ -182,13 +182,17 @@ def _by_level(summaries: list[str]) -> str:
 def novelty_stage(code: str, index: NoveltyIndex, cfg: CheckConfig) -> str:
     """Not a near-duplicate (Jaccard of normalised shingles below the threshold: the entry's
     own, else ``cfg.novelty_threshold``) of any indexed environment."""
-    copy = index.copy_of(code, cfg.novelty_threshold)
+    def limit(m: Match) -> float:
+        return cfg.novelty_threshold if m.threshold is None else m.threshold
+
+    matches = index.matches(code)  # each entry scored once, for both verdicts
+    copy = most_similar(m for m in matches if m.similarity >= limit(m))
     if copy is not None:
         raise ContractError(
             f"near-duplicate of environment {copy.env_id[:12]} (similarity {copy.similarity:.2f} "
-            f">= {copy.threshold:.2f}); design a different mechanic, not a renamed copy"
+            f">= {limit(copy):.2f}); design a different mechanic, not a renamed copy"
         )
-    match = index.most_similar(code)
+    match = most_similar(matches)
     if match is None:
         return "nothing to compare against"
     return f"most similar: {match.env_id[:12]} at {match.similarity:.2f} of {len(index)} compared"

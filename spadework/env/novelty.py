@@ -167,24 +167,22 @@ class NoveltyIndex:
         a mutation is meant to resemble), None for the checker's."""
         self._entries.append((env_id_of(code), shingles(normalise_code(code), self.k), threshold))
 
-    def copy_of(self, code: str, threshold: float) -> Match | None:
-        """The most similar entry whose similarity to ``code`` reaches its own threshold
-        (``threshold`` for entries without one), or None."""
+    def matches(self, code: str) -> list[Match]:
+        """``code``'s similarity to every indexed environment, in index order (each with the
+        entry's own threshold, None where it has none)."""
         probe = shingles(normalise_code(code), self.k)
-        best: Match | None = None
-        for env_id, sh, own in self._entries:
-            sim, limit = jaccard(probe, sh), own if own is not None else threshold
-            if sim >= limit and (best is None or sim > best.similarity):
-                best = Match(env_id, sim, limit)
-        return best
+        return [Match(env_id, jaccard(probe, sh), own) for env_id, sh, own in self._entries]
 
     def most_similar(self, code: str) -> Match | None:
         """The indexed environment most similar to ``code`` (ties: the first indexed), or None
         when the index is empty."""
-        probe = shingles(normalise_code(code), self.k)
-        best: Match | None = None
-        for env_id, sh, own in self._entries:
-            sim = jaccard(probe, sh)
-            if best is None or sim > best.similarity:
-                best = Match(env_id, sim, own)
-        return best
+        return most_similar(self.matches(code))
+
+
+def most_similar(matches: Iterable[Match]) -> Match | None:
+    """The most similar of ``matches`` (ties: the first), or None when there are none."""
+    best: Match | None = None
+    for match in matches:
+        if best is None or match.similarity > best.similarity:
+            best = match
+    return best

@@ -94,7 +94,7 @@ class TrainConfig:
     ``mmap_threshold``: from the learner's construction on, the process's ``malloc`` serves
     blocks of at least this many bytes by ``mmap``, so that a step's freed activations leave
     memory instead of staying resident in a fragmented heap (:mod:`spadework.train.heap`: a
-    0.5B step's peak 6.4 -> 3.8 GiB); 0 leaves malloc as it is.
+    0.5B step's peak 6.4 -> 3.9 GiB, about 20% slower); 0 leaves malloc as it is.
     ``compute_dtype``: ``float32``, or ``bfloat16`` to run the decoder's matmuls under
     ``torch.autocast`` (LoRA weights, gradients and AdamW stay fp32; the LM head and softmax run
     in fp32), or ``auto``: bfloat16 on a CPU with native bfloat16 arithmetic, else float32.

@@ -7,7 +7,9 @@ returns memory to the system only from its top, so the freed blocks stay residen
 steps, fragmented. Measured on the Qwen2.5-Coder-0.5B (``benchmarks/learner.py``, one LoRA
 step over two 1,700-token sequences with activations recomputed): the decoder's forward pass
 over one sequence kept 3.0 GiB resident with glibc's defaults against 0.4 GiB with the
-threshold fixed at 1 MiB, and the step's peak fell from 6.4 to 3.8 GiB in the same time.
+threshold fixed at 1 MiB, and the step's peak fell from 6.4 to 3.9 GiB; the page faults of the
+``mmap`` blocks made the step about 20% slower (97 s against 82 s, ``--settings
+"mmap_threshold=0;"``).
 
 :func:`bound_heap` fixes the threshold (which also stops glibc moving it), through ``mallopt``,
 for the whole process: a learner calls it when it is built (``TrainConfig.mmap_threshold``).
