@@ -145,6 +145,46 @@ class ScriptedPolicy:
         return out
 
 
+class StreamingScriptedPolicy(ScriptedPolicy):
+    """A :class:`ScriptedPolicy` with the continuous stream of ``LlamaCppPolicy.stream``: it
+    answers requests one at a time in arrival order (each request added by ``on_done`` queues
+    behind those already waiting, so episodes' turns interleave), each through ``chat`` with the
+    request's row seed and move. ``fail_stream_at`` raises PolicyError when that many replies
+    have been given, as an engine whose step fails; a prompt the context cannot hold is handed
+    to ``on_done`` as its PolicyError. ``metadata["seconds"]`` is ``delay``."""
+
+    def __init__(self, script: Script, *, fail_stream_at: int | None = None, **kwargs) -> None:
+        super().__init__(script, **kwargs)
+        self.fail_stream_at = fail_stream_at
+        self.streamed = 0  # replies given through the stream
+        self.most_waiting = 0  # the most requests waiting at once (one per live episode)
+        self._conversations: dict[tuple[int, ...], Conversation] = {}
+
+    def prompt_ids(self, conversation) -> list[int]:
+        ids = super().prompt_ids(conversation)
+        self._conversations[tuple(ids)] = as_conversation(conversation)
+        return ids
+
+    def stream(self, requests, params: SamplingParams, on_done, *, cells: int = 0) -> None:
+        import dataclasses
+        from collections import deque
+
+        todo = deque(requests)
+        while todo:
+            self.most_waiting = max(self.most_waiting, len(todo))
+            if self.fail_stream_at is not None and self.streamed >= self.fail_stream_at:
+                raise PolicyError("scripted engine failure")
+            q = todo.popleft()
+            row = dataclasses.replace(params, row_seeds=(q.seed,), stop_at_move=q.stop_at_move)
+            try:
+                c, = self.chat([self._conversations[tuple(q.prompt_ids)]], row)
+            except PolicyError as e:
+                todo.extend(on_done(q, e))
+                continue
+            self.streamed += 1
+            todo.extend(on_done(q, dataclasses.replace(c, metadata={"seconds": self.delay})))
+
+
 def solution_script(solutions: dict[str, list[str]], fallback: str = "\\boxed{0}") -> Script:
     """A script that plays ``solutions[obs]`` for the episode whose first message holds ``obs``."""
     def script(conv: Conversation, turn: int) -> str:

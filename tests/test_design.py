@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from design_support import (  # noqa: F401 (archive and sb: fixtures)
-    GOOD_CODE, ScriptedPolicy, archive, bad, corpus, fenced, sb,
+    FIXTURES, GOOD_CODE, ScriptedPolicy, archive, bad, corpus, fenced, sb,
 )
 from starters import starter_records
 
@@ -275,3 +275,41 @@ def test_a_design_named_after_a_benchmark_task_is_flagged(sb, archive):
     plain = archive.get_env(run(ScriptedPolicy([[fenced(GOOD_CODE.replace("(a * b + c)", "(c + a * b)"))]]),
                                 sb, archive, 1, iteration=1)[0].attempts[0].env_id)
     assert plain.benchmarks == ()
+
+
+def test_a_stream_runs_each_slots_tries_as_soon_as_its_reply_is_judged(sb, archive):
+    """Through a policy that streams, a slot's repair turn and its next fresh attempt are asked
+    as soon as its reply is judged: the same attempts, outcomes and documents as round by round
+    with chat (each try has its own seed), the repair continuing its attempt's conversation,
+    each try archived as it is judged."""
+    from scripted_policy import StreamingScriptedPolicy
+
+    lock = (FIXTURES / "good" / "combination_lock.py").read_text()
+    c = corpus()
+
+    def script(conv, turn):
+        text = conv.messages[1]["content"]
+        slot = next(i for i in range(3) if GAMES[i].name in text)  # slot i designs for skill i
+        r = next(r for r in range(2) if c.sample(7, 0, slot, r).text in text)
+        if slot == 0:
+            return fenced(GOOD_CODE)  # accepted at once
+        if slot == 1:  # no code, nor in its repair; its second attempt is another game
+            return fenced(lock) if r == 1 else "no code, sorry"
+        return "still no code"  # every try fails
+
+    cfg = DesignConfig(attempts_per_slot=2, repair_turns=1)
+    by_rounds = run(ScriptedPolicy(script), sb, archive, 3, cfg=cfg)
+    streaming = StreamingScriptedPolicy(script)
+    with Archive.open(archive.path.with_name("streamed.sqlite")) as other:
+        streamed = run(streaming, sb, other, 3, cfg=cfg)
+        stored = other.attempts(0)
+
+    def tries(results):
+        return [[(a.attempt, a.outcome, a.doc_id, len(a.messages)) for a in r.attempts] for r in results]
+
+    assert tries(streamed) == tries(by_rounds)
+    assert [[a.outcome for a in r.attempts] for r in streamed] == [
+        ["accepted"], ["extract", "extract", "accepted"], ["extract"] * 4]
+    assert streaming.streamed == 1 + 3 + 4 and len(stored) == 8
+    repair = streamed[1].attempts[1]
+    assert is_repair(repair) and repair.messages[2]["content"] == "no code, sorry"

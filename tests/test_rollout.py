@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
-from scripted_policy import FakeClock, ScriptedPolicy, solution_script
+from scripted_policy import FakeClock, ScriptedPolicy, StreamingScriptedPolicy, solution_script
 
 from spadework.env.toolenv import parse_answer, parse_tool_calls
 from spadework.errors import SpadeworkError
@@ -354,3 +355,58 @@ def test_the_local_backends_stop_on_the_token_that_closes_the_move():
             break
     assert (Chars().decode(row.ids), row.reason) == ("so \\boxed{7}", "move")
     assert row.completion([1], Chars(), ()).finish_reason == "move"
+
+
+def _random_moves(c, t, rng):
+    return "\\boxed{" + " ".join(str(rng.randint(1, 6)) for _ in range(4)) + "}"
+
+
+def _replies(eps):
+    return [(e.status, e.rewards, tuple(t.text for t in e.turns)) for e in eps]
+
+
+def test_a_stream_plays_the_episodes_turn_by_turn_play_plays(sb):
+    """Through a continuous stream each episode's turns are drawn from its own seeds whatever
+    interleaves with them: the same episodes as one chat call per turn, with every reply asked
+    for exactly once, at most as many episodes live as the engine has rows, and a reply's
+    share of the engine's time charged to its episode."""
+    env = starter_env("mastermind")
+    jobs = regret_jobs(env, run_seed=6, plays=4)  # 8 episodes
+    cfg = PlayConfig(max_turns=3)
+    turned = play(ScriptedPolicy(_random_moves, seeded=True), sb, jobs, cfg, seed=5)
+    streaming = StreamingScriptedPolicy(_random_moves, seeded=True)
+    streaming.max_batch_size = 3
+    calls = []
+    streamed = play(streaming, sb, jobs, cfg, seed=5, progress=lambda d, t: calls.append(d))
+    assert _replies(streamed) == _replies(turned)
+    assert len({e.turns[0].text for e in streamed}) > 1
+    assert streaming.streamed == sum(len(e.turns) for e in streamed) and calls[-1] == 8 * 3
+    assert calls == sorted(calls) and len(calls) == streaming.streamed
+    assert streaming.most_waiting == 3
+    off = StreamingScriptedPolicy(_random_moves, seeded=True)
+    assert _replies(play(off, sb, jobs, dataclasses.replace(cfg, continuous=False), seed=5)) == _replies(turned)
+    assert off.streamed == 0 and len(off.calls) == 3
+
+    clock = FakeClock()  # each reply charges its delay: past the budget at the third turn
+    slow = StreamingScriptedPolicy(_random_moves, seeded=True, delay=0.25, clock=clock)
+    ep, = play(slow, sb, jobs[:1], PlayConfig(max_turns=4, episode_seconds=0.6), seed=5, clock=clock)
+    assert ep.status == "timeout" and len(ep.turns) == 3 and "share of the policy" in ep.error
+
+
+def test_a_stream_that_fails_leaves_its_episodes_to_turn_by_turn_play(sb):
+    """An engine step that fails ends the stream, not the episodes: those still live go on with
+    one chat call per turn from where they were, and play what they would have played; a
+    prompt the engine refuses fails only its own episode."""
+    env = starter_env("mastermind")
+    jobs = regret_jobs(env, run_seed=6, plays=3)
+    cfg = PlayConfig(max_turns=3)
+    clean = play(ScriptedPolicy(_random_moves, seeded=True), sb, jobs, cfg, seed=5)
+    failing = StreamingScriptedPolicy(_random_moves, seeded=True, fail_stream_at=7)
+    assert _replies(play(failing, sb, jobs, cfg, seed=5)) == _replies(clean)
+    assert failing.streamed == 7 and len(failing.calls) > 7  # the rest came turn by turn
+
+    long = PlayJob(env, 99, "hint", 9, hint="word " * 400)  # ~500 made-up tokens of 300
+    short = StreamingScriptedPolicy(_random_moves, seeded=True, context_length=300)
+    eps = play(short, sb, [*jobs, long], PlayConfig(max_turns=3, max_tokens=16, context_tokens=300), seed=5)
+    assert eps[-1].status == "policy_error" and "context" in eps[-1].error
+    assert all(e.status != "policy_error" for e in eps[:-1])

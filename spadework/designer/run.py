@@ -11,6 +11,10 @@ The order of work (one :class:`DesignRun` per call, nothing module-level):
 3. then up to ``repair_turns`` batched follow-ups for the round's failures, each archived in its
    own transaction, before the next round.
 
+With a policy that streams (``DesignConfig.continuous``) the same tries run per slot instead,
+each asked as soon as the slot's previous reply is judged and archived in a transaction of its
+own. Each try samples from its own seed (slot, round, turn) either way.
+
 Every attempt is archived with its prompt, reply, token ids, logprobs, how it was sampled and its
 outcome; extracted code is archived as an accepted or rejected environment. Which attempts may
 ever train, and what they earn, is :mod:`spadework.designer.credit`'s.
@@ -60,6 +64,10 @@ from spadework.types import EnvSource, Sampling
 CHARS_PER_TOKEN = 3
 
 
+#: Tokens a repair turn's verdict is taken to add to its conversation, at most (the checker's
+#: reason and the advice; sizing a stream's KV cache, ``DesignRun._stream``).
+VERDICT_TOKENS = 320
+
 #: How a repair turn asks (``DesignConfig.repair``).
 REPAIRS = ("chat", "fresh")
 
@@ -84,7 +92,11 @@ class DesignConfig:
     the attempt's prompt again with the verdict but without the reply, and without the example
     module after a novelty rejection (:func:`~spadework.designer.prompts.fresh_repair_messages`);
     ``rejected_first_attempts``: "reward" (rejected samples get the rejection reward) or "none"
-    (no gradient). How many instances solution() must win is the checker's
+    (no gradient); ``continuous``: where the policy has a stream (llama.cpp), a slot's next
+    try (its repair turn, then its next fresh attempt) is asked as soon as its reply is judged,
+    beside the other slots' replies still decoding, instead of after the whole round (and a
+    repair's prompt, the attempt's conversation plus the verdict, is served from the slot's
+    cached cells). How many instances solution() must win is the checker's
     (``CheckConfig.solvable_seeds``), not a second setting here.
     """
 
@@ -104,6 +116,7 @@ class DesignConfig:
     feedback: bool = True
     example_share: float = 0.75
     repair: str = "chat"
+    continuous: bool = True
 
     @property
     def example_chars(self) -> int:
@@ -244,6 +257,11 @@ class DesignRun:
         slots = [self._plan(i, skill) for i, skill in enumerate(slot_skills)]
         self.total = len(slots) * self.cfg.attempts_per_slot * (1 + self.cfg.repair_turns)
         self.progress(0, self.total)  # a bar with its clock from the start: a batch takes minutes
+        if self.cfg.continuous and callable(getattr(self.policy, "stream", None)) \
+                and callable(getattr(self.policy, "prompt_ids", None)):
+            self._stream(slots)
+            self.progress(self.total, self.total)
+            return [s.result() for s in slots]
         for r in range(self.cfg.attempts_per_slot):
             open_slots = [s for s in slots if s.env is None]
             if not open_slots:
@@ -309,38 +327,96 @@ class DesignRun:
         return _Request(s, tuple(msgs), doc.doc_id, text[:200], ids,
                         GroundingDocument(doc.doc_id, text, doc.title))
 
+    def _params(self, seeds: Sequence[int] = ()) -> Any:
+        from spadework.policy.base import SamplingParams
+
+        cfg = self.cfg
+        return SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
+                              max_tokens=cfg.max_tokens, row_seeds=tuple(seeds))
+
+    def _seed(self, req: _Request, key: tuple[int, int]) -> int:
+        """The row seed of ``req``'s try in round ``key[0]``, turn ``key[1]`` (chat and stream)."""
+        return derive_seed(self.run_seed, self.iteration, "design", *key, req.slot.slot)
+
     def _call(self, reqs: list[_Request],
               key: tuple[int, int]) -> list[tuple[_Request, Any, Judgement]]:
         """One batched chat call, its judgements (with each request and its completion), and
         one transaction archiving them."""
-        from spadework.policy.base import Conversation, SamplingParams
+        from spadework.policy.base import Conversation
 
-        cfg = self.cfg
-        params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
-                                max_tokens=cfg.max_tokens,
-                                seed=derive_seed(self.run_seed, self.iteration, "design", *key))
+        params = self._params([self._seed(r, key) for r in reqs])
         completions = self.policy.chat([Conversation(messages=r.messages) for r in reqs], params)
         done, envs, attempts = [], [], []
         for req, c in zip(reqs, completions):
-            j = judge_reply(c.text, c.finish_reason, sandbox=self.sandbox, max_tokens=cfg.max_tokens,
-                            seeds=None, check_config=self.check_config, index=self.index)
-            if j.outcome == ACCEPTED:
-                self.index.add(j.code)
-                req.slot.env = EnvSource(j.code, j.report.class_name or "", req.slot.skill.setting,
-                                         req.slot.skill.name)
-            if j.code is not None:
-                envs.append(EnvRecord.from_check(
-                    j.code, j.report, iteration=self.iteration, setting=req.slot.skill.setting,
-                    skill=req.slot.skill.name, doc_id=req.doc_id, doc_excerpt=req.doc_excerpt,
-                    parent_id=req.slot.parent.env_id if req.slot.parent else None,
-                    benchmarks=env_benchmark_matches(j.code)))
-            attempts.append(self._attempt(req, c, j, params.record))
-            req.slot.attempts.append(attempts[-1])
+            j, env, attempt = self._judge(req, c, params.record)
+            envs += [env] if env is not None else []
+            attempts.append(attempt)
             done.append((req, c, j))
-            self.done += 1
-            self.progress(self.done, self.total)
         self._store(envs, attempts, [r.document for r in reqs if r.document is not None])
         return done
+
+    def _judge(self, req: _Request, c: Any,
+               sampling: Sampling) -> tuple[Judgement, EnvRecord | None, DesignAttempt]:
+        """Judge one reply: the slot's environment when accepted, the code's record, the attempt."""
+        j = judge_reply(c.text, c.finish_reason, sandbox=self.sandbox, max_tokens=self.cfg.max_tokens,
+                        seeds=None, check_config=self.check_config, index=self.index)
+        if j.outcome == ACCEPTED:
+            self.index.add(j.code)
+            req.slot.env = EnvSource(j.code, j.report.class_name or "", req.slot.skill.setting,
+                                     req.slot.skill.name)
+        env = None
+        if j.code is not None:
+            env = EnvRecord.from_check(
+                j.code, j.report, iteration=self.iteration, setting=req.slot.skill.setting,
+                skill=req.slot.skill.name, doc_id=req.doc_id, doc_excerpt=req.doc_excerpt,
+                parent_id=req.slot.parent.env_id if req.slot.parent else None,
+                benchmarks=env_benchmark_matches(j.code))
+        attempt = self._attempt(req, c, j, sampling)
+        req.slot.attempts.append(attempt)
+        self.done += 1
+        self.progress(self.done, self.total)
+        return j, env, attempt
+
+    def _stream(self, slots: list[_Slot]) -> None:
+        """Every slot's tries through ``policy.stream`` (``DesignConfig.continuous``): a reply
+        is judged and archived as it finishes, and the slot's next try (a repair turn while
+        any is left, then a fresh attempt) joins the batch at once. A PolicyError goes up, as
+        from chat."""
+        from spadework.errors import PolicyError
+        from spadework.policy.base import Conversation, StreamRequest
+
+        cfg = self.cfg
+        params = self._params()
+        asked: dict[int, tuple[_Request, int, int]] = {}  # slot -> its try in flight
+
+        def ask(req: _Request, r: int, turn: int) -> StreamRequest:
+            asked[req.slot.slot] = (req, r, turn)
+            ids = self.policy.prompt_ids(Conversation(messages=req.messages))
+            return StreamRequest(req.slot.slot, ids, self._seed(req, (r, turn)))
+
+        def on_done(q: StreamRequest, c: Any) -> list[StreamRequest]:
+            if isinstance(c, PolicyError):
+                raise c
+            req, r, turn = asked.pop(q.key)
+            j, env, attempt = self._judge(req, c, params.record)
+            self._store([env] if env is not None else [], [attempt],
+                        [req.document] if req.document is not None else [])
+            if j.outcome == ACCEPTED:
+                return []
+            if turn < cfg.repair_turns:
+                return [ask(replace(req, messages=tuple(self._repair(req, c, j))), r, turn + 1)]
+            if r + 1 < cfg.attempts_per_slot:
+                return [ask(self._fresh_request(req.slot, r + 1), r + 1, 0)]
+            return []
+
+        first = [ask(self._fresh_request(s, 0), 0, 0) for s in slots]
+        # room for a slot's whole conversation from the start (a KV cache grown mid-stream drops
+        # every cached prompt): each repair turn adds a reply and a verdict to the longest prompt
+        longest = max(len(q.prompt_ids) for q in first)
+        turns = cfg.repair_turns if cfg.repair == "chat" else 0
+        self.policy.stream(first, params, on_done, cells=min(
+            self.policy.context_length,
+            longest + turns * (cfg.max_tokens + VERDICT_TOKENS) + cfg.max_tokens))
 
     def _attempt(self, req: _Request, c: Any, j: Judgement, sampling: Sampling) -> DesignAttempt:
         ids, lps, reason = tuple(c.output_ids), tuple(c.logprobs), j.reason

@@ -221,6 +221,30 @@ class Completion:
             )
 
 
+@dataclass(frozen=True)
+class StreamRequest:
+    """One reply to sample in a continuous stream (``LlamaCppPolicy.stream``).
+
+    ``key`` names what the reply belongs to (an episode): the engine keeps the sequence whose
+    cached cells served a key for that key's next request, so a conversation that continues
+    finds its cached prefix even when other conversations start beside it. ``prompt_ids`` are
+    the rendered prompt; ``seed`` is a row seed as in ``SamplingParams.row_seeds`` (the reply
+    draws what ``chat`` draws for that row seed); ``stop_at_move`` replaces the stream's
+    ``SamplingParams.stop_at_move`` for this reply.
+    """
+
+    key: Any
+    prompt_ids: tuple[int, ...]
+    seed: int
+    stop_at_move: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prompt_ids", tuple(int(t) for t in self.prompt_ids))
+        if self.stop_at_move is not None and self.stop_at_move not in MOVE_SETTINGS:
+            raise ConfigError(f"stop_at_move must be one of {MOVE_SETTINGS} or None, got "
+                              f"{self.stop_at_move!r}")
+
+
 @runtime_checkable
 class Policy(Protocol):
     """A model that continues chats.
@@ -285,3 +309,16 @@ class BaseWeights:
     def chat(self, conversations: Sequence[ConversationLike], params: SamplingParams) -> list[Completion]:
         with self.policy.base_weights():
             return self.policy.chat(conversations, params)
+
+    def __getattr__(self, name: str) -> Any:
+        # what the rollout looks for: the rendered prompt, and the continuous stream where the
+        # policy has one (run, like chat, with the adapter off)
+        if name == "prompt_ids":
+            return getattr(self.__dict__.get("policy"), name)
+        if name == "stream" and callable(getattr(self.__dict__.get("policy"), "stream", None)):
+            return self._stream
+        raise AttributeError(name)
+
+    def _stream(self, *args: Any, **kwargs: Any) -> Any:
+        with self.policy.base_weights():
+            return self.policy.stream(*args, **kwargs)

@@ -1,4 +1,4 @@
-"""A 16-bit copy of a quantised GGUF, made once, for llama.cpp to sample from.
+"""A 16-bit (or 8-bit) copy of a quantised GGUF, made once, for llama.cpp to sample from.
 
 Why: llama.cpp multiplies Q4_1 weights by activations it first rounds to 8 bits (Q8_1), one
 matrix-vector product per row of a batch; on the machines this project targets that costs about
@@ -10,7 +10,12 @@ closely (figures in :mod:`spadework.policy.llamacpp` and ``tests/policy/test_lla
 
 The copy is made once from the verified GGUF and never changes afterwards: LoRA updates are
 applied on top of it at run time (:mod:`spadework.policy.gguf_lora`), nothing is re-quantised,
-so the base cannot drift. Tensor names, shapes and layout (including llama's permuted q/k rows)
+so the base cannot drift. A Q8_0 copy (``q8_0``) re-quantises the dequantised weights to 8
+bits per weight in blocks of 32: measured on the 0.5B agent in a cpu-qwen play stage (40
+episodes, 21.6k prompt tokens computed), it decodes a row alone in 24 ms against BF16's 33 but
+prefills at 259 tokens/s against 420, so the stage took 103 s against 82; its logprobs are
+0.012 nats from the fp32 learner on average (max 0.17) against BF16's 0.0045 (max 0.058).
+Tensor names, shapes and layout (including llama's permuted q/k rows)
 and every metadata key are kept; only the tensor types and ``general.file_type`` change. 1-D
 tensors (norms) stay F32.
 """
@@ -24,7 +29,7 @@ from typing import Any
 from spadework.errors import ConfigError, PolicyError
 
 #: Weight types a copy can be made in, and their llama.cpp ``general.file_type`` codes.
-FILE_TYPES = {"f16": 1, "bf16": 32}
+FILE_TYPES = {"f16": 1, "bf16": 32, "q8_0": 7}
 
 
 def dequantised_copy(src: str | Path, dst: str | Path, dtype: str = "f16") -> Path:
@@ -56,7 +61,8 @@ def dequantised_copy(src: str | Path, dst: str | Path, dtype: str = "f16") -> Pa
         elif dtype == "f16":
             writer.add_tensor(t.name, data.astype(np.float16))
         else:
-            writer.add_tensor(t.name, gguf.quants.quantize(data, q.BF16), raw_dtype=q.BF16)
+            kind = q.BF16 if dtype == "bf16" else q.Q8_0
+            writer.add_tensor(t.name, gguf.quants.quantize(data, kind), raw_dtype=kind)
     return finish_gguf(writer, tmp, dst)
 
 
@@ -73,7 +79,7 @@ def finish_gguf(writer: Any, tmp: Path, dst: Path) -> Path:
     return dst
 
 
-WEIGHTS = ("f16", "bf16", "gguf")
+WEIGHTS = ("f16", "bf16", "q8_0", "gguf")
 
 #: A child that loads a GGUF with logits for every token (what logprobs need) and decodes a
 #: few tokens; it dies by a signal where this machine's llama.cpp build cannot run the file's

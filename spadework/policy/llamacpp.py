@@ -21,12 +21,17 @@ How it keeps the Policy contract:
 - **Many conversations at once**: continuous batching. Up to ``max_batch_size`` rows decode
   together, each its own llama.cpp sequence; a finished row frees its sequence and the next
   waiting row's prompt is prefilled in the same ``llama_decode`` as the others' next tokens.
+  ``stream`` extends this across calls: the caller's ``on_done`` gets each reply as it
+  finishes and hands back the next request (an episode's next turn, a design's repair), which
+  joins the batch at the next step, so no conversation waits for the slowest of its turn.
 - The KV cache is sized to the call (grown, never shrunk, doubling): ``rows x (longest prompt
-  + budget)`` cells. ``kv_type`` ``"f16"`` (default) or ``"f32"``; attention runs as flash
-  attention.
+  + budget)`` cells, or what a stream's caller expects (``cells``); ``release()`` frees it
+  (the run does before the learner's step) and the next call makes it at the size it had.
+  ``kv_type`` ``"f16"`` (default) or ``"f32"``; attention runs as flash attention.
 - **Prefixes are reused across calls.** A finished row's cells stay in its sequence; the next
   call gives each prompt the free sequence holding the longest common prefix and prefills only
-  the rest. A multi-turn episode's next prompt is its previous prompt plus the reply and the new
+  the rest (in a stream, the sequence of the request's ``key``: a conversation keeps its own
+  even when new ones start beside it). A multi-turn episode's next prompt is its previous prompt plus the reply and the new
   observation, so each turn prefills tens of tokens, not the whole conversation again. Changing
   the adapter (a weight sync), growing the context and a failed call drop every cached prefix.
 
@@ -51,13 +56,15 @@ import secrets
 import os
 import sys
 import threading
+import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
-from spadework.policy.base import Completion, ConversationLike, SamplingParams
+from spadework.policy.base import Completion, ConversationLike, SamplingParams, StreamRequest
 from spadework.policy.hf import DecodeRow, chat_prompt_ids, checked_prompts, sample_tokens
 
 KV_TYPES = ("f32", "f16")
@@ -139,6 +146,7 @@ class LlamaCppPolicy:
         self._ctx: Any = None
         self._ctx_shape = (0, 0)  # (sequences, cells per sequence) of the live context
         self._kv: dict[int, list[int]] = {}  # sequence -> the tokens its KV cells hold
+        self._owner: dict[int, Any] = {}  # sequence -> the stream key it last served
         self.reused_tokens = 0  # prompt tokens served from cached prefixes, not recomputed
         self.prefilled_tokens = 0  # prompt tokens computed (the rest of each prompt)
         self.decode_steps = 0  # llama_decode calls
@@ -187,13 +195,69 @@ class LlamaCppPolicy:
         if not prompts:
             return []
         base_seed = params.seed if params.seed is not None else secrets.randbits(63)
-        rows = [(i, j) for i in range(len(prompts)) for j in range(params.n)]
-        row_prompts = [prompts[i] for i, _ in rows]
-        seeds = [params.sample_seed(base_seed, i, j) for i, j in rows]
+        pairs = [(i, j) for i in range(len(prompts)) for j in range(params.n)]
+        rows = [_Row(prompts[i], min(params.max_tokens, self._context - len(prompts[i])),
+                     params.sample_seed(base_seed, i, j), params.stop_at_move, None, k)
+                for k, (i, j) in enumerate(pairs)]
+        done: list[Completion | None] = [None] * len(rows)
+
+        def finish(row: _Row) -> list[_Row]:
+            done[row.tag] = self._completion(row, params)
+            return []
+
         with self._lock:
             if self._model is None:
                 raise PolicyError("this LlamaCppPolicy was closed")
-            return self._decode(row_prompts, seeds, params)
+            # shortest prompts first: the rows that finish soonest free their sequences soonest
+            self._run(sorted(rows, key=lambda r: len(r.prompt)), params, finish)
+        return done  # type: ignore[return-value]
+
+    def stream(
+        self, requests: Iterable[StreamRequest], params: SamplingParams,
+        on_done: Callable[[StreamRequest, Completion | PolicyError], Iterable[StreamRequest]],
+        *, cells: int = 0,
+    ) -> None:
+        """Sample ``requests`` and every request ``on_done`` adds through one continuously
+        filled batch, until none is left.
+
+        ``on_done(request, result)`` is called as each reply finishes (``result`` a
+        ``Completion``, or the ``PolicyError`` of a request the engine refuses, such as a prompt
+        that leaves no room in the context) and returns the requests to add: the next turn of
+        its episode, the first turn of a new one. They join the batch at the next step, beside
+        rows still decoding, so no row waits for the slowest of its turn (the ``chat`` of a turn
+        does). A request keeps the cached sequence of the last request with its ``key``.
+        ``params`` gives the sampling settings and ``max_tokens`` of every reply (``n`` and the
+        seeds are the requests'); the completion's ``metadata["seconds"]`` is its share of the
+        engine's time (each step split by the tokens each row fed). ``cells``: the longest
+        conversation (prompt and reply, in tokens) the caller expects, to size the KV cache
+        once: a context grown mid-stream drops every cached prefix. ``on_done`` must not call
+        this engine. A failing step raises ``PolicyError``; the replies still decoding are lost
+        and the cached prefixes dropped.
+        """
+        from spadework.seeding import derive_seed
+
+        def rows_of(reqs: Iterable[StreamRequest]) -> list[_Row]:
+            out, todo = [], deque(reqs)
+            while todo:
+                q = todo.popleft()
+                try:
+                    prompt = checked_prompts([q.prompt_ids], self._context, self.n_vocab)[0]
+                except PolicyError as e:
+                    todo.extend(on_done(q, e))
+                    continue
+                out.append(_Row(prompt, min(params.max_tokens, self._context - len(prompt)),
+                                derive_seed(q.seed, 0), q.stop_at_move, q.key, q))
+            return out  # derive_seed(seed, 0): the draw of chat's row j = 0 for row seed ``seed``
+
+        def finish(row: _Row) -> list[_Row]:
+            return rows_of(on_done(row.tag, self._completion(row, params)))
+
+        with self._lock:
+            if self._model is None:
+                raise PolicyError("this LlamaCppPolicy was closed")
+            first = rows_of(requests)
+            if first:
+                self._run(first, params, finish, min(cells, self._context))
 
     def score(self, prompt_ids: Sequence[int], output_ids: Sequence[int],
               temperature: float = 1.0) -> list[float]:
@@ -259,6 +323,17 @@ class LlamaCppPolicy:
             if changed and self._ctx is not None:
                 self._apply_adapter()
 
+    def release(self) -> None:
+        """Free the KV cache's memory now (the cached prefixes go with it). The next call makes
+        a context of the size the last one had, so a stage that needed it grown once does not
+        grow it again. The run calls this before the learner's step, its memory peak, after
+        which the weight sync would drop the prefixes anyway."""
+        with self._lock:
+            if self._ctx is not None:
+                self._ll.llama_free(self._ctx)
+                self._ctx = None
+            self._kv, self._owner = {}, {}
+
     def close(self) -> None:
         """Free the context, the adapter and the model (idempotent)."""
         ll = getattr(self, "_ll", None)
@@ -293,12 +368,15 @@ class LlamaCppPolicy:
         """Drop every cached prefix (the weights changed, or a call failed half-way)."""
         if self._ctx is not None:
             self._ll.llama_memory_clear(self._ll.llama_get_memory(self._ctx), True)
-        self._kv = {}
+        self._kv, self._owner = {}, {}
 
-    def _claim(self, mem: Any, free: list[int], prompt: list[int]) -> tuple[int, int]:
-        """Take the free sequence whose cached tokens share the longest prefix with ``prompt``
-        (at most all but its last token, whose logits are needed), drop its cells past that
-        prefix; returns (sequence, tokens reused)."""
+    def _claim(self, mem: Any, free: list[int], prompt: list[int], key: Any = None,
+               reserved: frozenset = frozenset()) -> tuple[int, int]:
+        """Take a free sequence for ``prompt`` and drop its cells past the prefix it shares;
+        returns (sequence, tokens reused, at most all but the prompt's last token, whose logits
+        are needed). The sequence last claimed for ``key`` when it is free (a conversation's
+        next turn), else the one sharing the longest prefix among those not last claimed for a
+        key in ``reserved`` (conversations waiting for their next turn keep theirs)."""
         def shared(seq: int) -> int:
             held, n = self._kv.get(seq, ()), 0
             limit = min(len(held), len(prompt) - 1)
@@ -306,11 +384,13 @@ class LlamaCppPolicy:
                 n += 1
             return n
 
-        best = max(free, key=shared)
+        own = [q for q in free if key is not None and self._owner.get(q) == key]
+        pool = own or [q for q in free if self._owner.get(q) not in reserved] or free
+        best = max(pool, key=shared)
         free.remove(best)
         reused = shared(best)
         self._ll.llama_memory_seq_rm(mem, best, reused, -1)
-        self._kv[best] = list(prompt)
+        self._kv[best], self._owner[best] = list(prompt), key
         return best, reused
 
     def _apply_adapter(self) -> None:
@@ -335,10 +415,12 @@ class LlamaCppPolicy:
         if self._ctx is not None:
             ll.llama_free(self._ctx)
             self._ctx = None
-        self._kv = {}
+        self._kv, self._owner = {}, {}
         # twice what is asked when growing, so that conversations growing turn by turn
-        # recreate the context (and lose the cached prefixes) a few times, not at every turn
-        n_seq, cells = max(n_seq, have_seq), max(cells, 2 * have_cells)
+        # recreate the context (and lose the cached prefixes) a few times, not at every turn;
+        # after release() the size it had
+        n_seq = max(n_seq, have_seq)
+        cells = max(cells, 2 * have_cells) if cells > have_cells else have_cells
         cells = min(-(-cells // 256) * 256, self._context)
         p = ll.llama_context_default_params()
         p.n_ctx = n_seq * cells
@@ -355,69 +437,108 @@ class LlamaCppPolicy:
             raise PolicyError(f"llama.cpp could not create a context of {n_seq} x {cells} cells "
                               "(out of memory? lower max_batch_size or context_length)")
         self._ctx, self._ctx_shape = ctx, (n_seq, cells)
-        self._apply_adapter()
+        self._apply_adapter()  # (and _forget: the new context holds nothing)
 
-    def _decode(self, prompts: list[list[int]], seeds: list[int],
-                params: SamplingParams) -> list[Completion]:
+    def _completion(self, row: _Row, params: SamplingParams) -> Completion:
+        c = row.out.completion(row.prompt, self, params.stop)
+        return Completion(text=c.text, prompt_ids=c.prompt_ids, output_ids=c.output_ids,
+                          logprobs=c.logprobs, finish_reason=c.finish_reason,
+                          metadata={"backend": "llamacpp", "seconds": row.seconds})
+
+    def _run(self, first: list[_Row], params: SamplingParams,
+             finish: Callable[[_Row], list[_Row]], cells: int = 0) -> None:
+        """Decode ``first`` and every row ``finish`` adds, continuously: each step feeds every
+        active row its last token and prefills waiting rows into the free sequences, in one
+        ``llama_decode``. A waiting row that needs more cells than a sequence has grows the
+        context (doubling), which drops every cached prefix: the rows still decoding are fed
+        their prompt and reply so far again in the next step."""
         import numpy as np
         import torch
 
         ll = self._ll
-        budgets = [min(params.max_tokens, self._context - len(p)) for p in prompts]
-        n_seq = min(self.max_batch_size, len(prompts))
-        self._ensure_context(n_seq, max(len(p) + b for p, b in zip(prompts, budgets)))
-        mem = ll.llama_get_memory(self._ctx)
-        rows = [DecodeRow(b) for b in budgets]
-        gens = [torch.Generator().manual_seed(s) for s in seeds]
-        waiting = deque(sorted(range(len(prompts)), key=lambda r: len(prompts[r])))
+        waiting = deque(first)
+        self._ensure_context(min(self.max_batch_size, len(first)),
+                             max(cells, *(r.cells for r in first)))
         free = list(range(self._ctx_shape[0]))
-        seq_of: dict[int, int] = {}
-        active: list[int] = []  # rows with a sampled token not yet fed
+        active: list[_Row] = []  # rows with a sampled token not yet fed
         batch = ll.llama_batch_init(self._ctx_shape[0] * self._ctx_shape[1], 0, 1)
         ok = False
         try:
             while waiting or active:
+                if waiting and waiting[0].cells > self._ctx_shape[1]:
+                    # a longer conversation than the context was made for: grow it, and feed
+                    # the rows still decoding their whole text again below (a new context
+                    # holds nothing; waiting for them to finish instead idles the batch)
+                    ll.llama_batch_free(batch)
+                    batch = None
+                    self._ensure_context(self._ctx_shape[0],
+                                         max(r.cells for r in [waiting[0], *active]))
+                    free = list(range(self._ctx_shape[0]))
+                    batch = ll.llama_batch_init(self._ctx_shape[0] * self._ctx_shape[1], 0, 1)
+                    for r in active:
+                        r.seq = -1
                 entries: list[tuple[int, int, int, bool]] = []  # token, pos, seq, wants logits
-                outs: list[int] = []  # rows that get a token this step
+                outs: list[_Row] = []  # rows that get a token this step
                 at: list[int] = []  # the batch index of each one's logits
+                fed: list[int] = []  # tokens each row feeds this step
                 for r in active:
-                    pos = len(prompts[r]) + len(rows[r].ids) - 1
-                    at.append(len(entries))
-                    entries.append((rows[r].ids[-1], pos, seq_of[r], True))
-                    self._kv[seq_of[r]].append(rows[r].ids[-1])
+                    if r.seq < 0:  # dropped by the growth above
+                        text = r.prompt + r.out.ids
+                        r.seq, _ = self._claim(ll.llama_get_memory(self._ctx), free, text, r.key)
+                        self.prefilled_tokens += len(text)
+                        at.append(len(entries) + len(text) - 1)
+                        entries += [(t, k, r.seq, k == len(text) - 1) for k, t in enumerate(text)]
+                        fed.append(len(text))
+                    else:
+                        at.append(len(entries))
+                        entries.append((r.out.ids[-1], len(r.prompt) + len(r.out.ids) - 1, r.seq, True))
+                        self._kv[r.seq].append(r.out.ids[-1])
+                        fed.append(1)
                     outs.append(r)
-                while waiting and free:
-                    r = waiting.popleft()
-                    seq_of[r], reused = self._claim(mem, free, prompts[r])
+                reserved = frozenset(r.key for r in waiting if r.key is not None)
+                held = {self._owner[q]: q for q in free if self._owner.get(q) is not None}
+                # conversations that continue go first, into the sequence holding their prefix;
+                # then the others in order, into sequences no waiting conversation holds
+                admit = [r for r in waiting if r.key in held and r.cells <= self._ctx_shape[1]]
+                if admit:
+                    waiting = deque(r for r in waiting if r not in admit)
+                while waiting and len(admit) < len(free) and waiting[0].cells <= self._ctx_shape[1]:
+                    admit.append(waiting.popleft())
+                for r in admit:
+                    r.seq, reused = self._claim(ll.llama_get_memory(self._ctx), free, r.prompt,
+                                                r.key, reserved)
                     self.reused_tokens += reused
-                    self.prefilled_tokens += len(prompts[r]) - reused
-                    last = len(prompts[r]) - 1
+                    self.prefilled_tokens += len(r.prompt) - reused
+                    last = len(r.prompt) - 1
                     at.append(len(entries) + last - reused)
-                    entries += [(prompts[r][k], k, seq_of[r], k == last)
-                                for k in range(reused, len(prompts[r]))]
+                    entries += [(r.prompt[k], k, r.seq, k == last)
+                                for k in range(reused, len(r.prompt))]
                     outs.append(r)
+                    fed.append(len(r.prompt) - reused)
+                start = time.perf_counter()
                 self._submit(batch, entries)
                 self.decode_steps += 1
                 self.sampled_rows += len(outs)
                 logits = np.stack([self._logits_at(i) for i in at])
-                tokens, lps = sample_tokens(torch.from_numpy(logits), params,
-                                            [gens[r] for r in outs])
-                active = []
-                for r, tok, lp in zip(outs, tokens.tolist(), lps.tolist()):
-                    rows[r].push(tok, lp, self, params.stop, params.stop_at_move)
-                    if rows[r].finished:  # its cells stay: the next turn's prompt starts with them
-                        free.append(seq_of.pop(r))
+                tokens, lps = sample_tokens(torch.from_numpy(logits), params, [r.gen for r in outs])
+                step = time.perf_counter() - start
+                active, ended = [], []
+                for r, n, tok, lp in zip(outs, fed, tokens.tolist(), lps.tolist()):
+                    r.seconds += step * n / len(entries)
+                    r.out.push(tok, lp, self, params.stop, r.move)
+                    if r.out.finished:  # its cells stay: the next turn's prompt starts with them
+                        free.append(r.seq)
+                        ended.append(r)
                     else:
                         active.append(r)
+                for r in ended:
+                    waiting.extend(finish(r))
             ok = True
         finally:
-            ll.llama_batch_free(batch)
+            if batch is not None:
+                ll.llama_batch_free(batch)
             if not ok:
                 self._forget()
-        done = [row.completion(p, self, params.stop) for row, p in zip(rows, prompts)]
-        return [Completion(text=c.text, prompt_ids=c.prompt_ids, output_ids=c.output_ids,
-                           logprobs=c.logprobs, finish_reason=c.finish_reason,
-                           metadata={"backend": "llamacpp"}) for c in done]
 
     def _logits_at(self, index: int) -> Any:
         """A copy of the logits of batch entry ``index`` of the last decode (float32 numpy)."""
@@ -444,6 +565,33 @@ class LlamaCppPolicy:
                               "tokens (1: no room in the KV cache; < 0: an internal error)")
 
 
+@dataclass(eq=False)
+class _Row:
+    """One reply being decoded (local to :meth:`LlamaCppPolicy._run`): its prompt, token budget,
+    sampler, move to stop at, stream key, the caller's ``tag``, its sequence and its share of
+    the engine's seconds."""
+
+    prompt: list[int]
+    budget: int
+    seed: int
+    move: str | None
+    key: Any
+    tag: Any
+    seq: int = -1
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        import torch
+
+        self.gen = torch.Generator().manual_seed(self.seed)
+        self.out = DecodeRow(self.budget)
+
+    @property
+    def cells(self) -> int:
+        """KV cells the row may need: its prompt and its whole budget."""
+        return len(self.prompt) + self.budget
+
+
 def load_llamacpp_policy(
     model: str | Path | None = None, *, max_batch_size: int = 16,
     context_length: int | None = None, threads: int | None = None, kv_type: str = "f16",
@@ -459,7 +607,9 @@ def load_llamacpp_policy(
     ``weights``: ``"bf16"`` (default) or ``"f16"`` sample from a 16-bit copy of the GGUF's
     dequantised weights, made once beside it (:mod:`spadework.policy.gguf_copy`: faster in
     batches and much closer to the learner; BF16 is the faster of the two, F16 the closer);
-    ``"gguf"`` samples from the quantised file itself.
+    ``"q8_0"`` from an 8-bit copy of them (half the memory of BF16; on the 0.5B it decodes
+    small batches faster but prefills 1.6x slower, and drifts about 3x further from the
+    learner, ``benchmarks/drift.py``); ``"gguf"`` samples from the quantised file itself.
     """
     from transformers import AutoTokenizer, GenerationConfig
 

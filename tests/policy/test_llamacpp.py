@@ -145,6 +145,85 @@ def test_a_next_turn_reuses_the_cached_prefix_and_scores_as_a_fresh_prefill(engi
     assert engine.reused_tokens == before  # nothing cached survives a weight change
 
 
+def test_a_stream_keeps_the_batch_full_across_turns(engine):
+    """Ten three-turn conversations through a stream on 8 sequences (and a prompt too long for
+    the model): each next turn joins the batch while others decode, takes the sequence holding
+    its own conversation (it reuses exactly its previous prompt and reply, even with new
+    conversations waiting beside it), each reply is what chat draws for its row seed, a
+    refused request gets its PolicyError while the rest go on, and the whole stream reproduces
+    itself."""
+    from spadework.policy.base import StreamRequest
+
+    params = SamplingParams(temperature=1.0, max_tokens=8)
+    first = [StreamRequest(i, [100 + (7 * i + 13 * k) % 5000 for k in range(60)], 50 + i)
+             for i in range(10)] + [StreamRequest("long", [1] * 9000, 1)]
+
+    def run():
+        log = []
+
+        def on_done(q, res):
+            log.append((q, res))
+            turn = sum(1 for r, _ in log if r.key == q.key)
+            if isinstance(res, PolicyError) or turn == 3:
+                return []
+            return [StreamRequest(q.key, q.prompt_ids + res.output_ids + (200,) * 5, q.seed + 100)]
+        engine.release()  # nothing cached from earlier tests: every reuse below is the stream's
+        before = engine.reused_tokens, engine.decode_steps
+        engine.stream(first, params, on_done)
+        return log, engine.reused_tokens - before[0], engine.decode_steps - before[1]
+
+    log, reused, _ = run()
+    (refused,) = [res for q, res in log if q.key == "long"]
+    assert isinstance(refused, PolicyError) and "context is 8192" in str(refused)
+    replies = [(q, c) for q, c in log if q.key != "long"]
+    assert len(replies) == 30 and all(c.metadata["seconds"] > 0 for _, c in replies)
+    earlier = {}
+    expected = 0
+    for q, c in replies:
+        if q.key in earlier:
+            p, o = earlier[q.key]
+            expected += len(p) + len(o) - 1
+        earlier[q.key] = (q.prompt_ids, c.output_ids)
+    assert reused == expected
+    chat = engine.generate_ids([q.prompt_ids for q in first[:10]],
+                               SamplingParams(temperature=1.0, max_tokens=8,
+                                              row_seeds=[q.seed for q in first[:10]]))
+    opening = {q.key: c for q, c in replies if len(q.prompt_ids) == 60}
+    assert _shared([opening[i] for i in range(10)], chat) >= 0.6
+    shape = engine._ctx_shape
+    engine.release()  # frees the cache; the next call makes one of the size it had
+    assert engine._ctx is None
+    engine.generate_ids([[5, 6, 7]], SamplingParams(max_tokens=1))
+    assert engine._ctx_shape == shape
+    again, _, _ = run()
+    assert [(q.key, getattr(c, "output_ids", None)) for q, c in again] == \
+        [(q.key, getattr(c, "output_ids", None)) for q, c in log]
+
+
+def test_play_through_the_stream_plays_what_turn_by_turn_play_does(engine):
+    """The rollout on the real engine, continuous and turn by turn: the same episodes up to
+    float rounding (rows share most of their tokens). With more episodes than may be live at
+    once, the stream starts the next one as soon as one ends, so it needs fewer decode steps
+    than waves of episodes that each wait for their longest reply every turn."""
+    from spadework.library import starter_env
+    from spadework.rollout import PlayConfig, play, regret_jobs
+    from spadework.sandbox import Limits, Sandbox
+
+    jobs = regret_jobs(starter_env("mastermind"), run_seed=3, plays=4)
+    cfg = PlayConfig(max_turns=3, max_tokens=24, batch_size=3)
+    with Sandbox(Limits(step_seconds=2.0)) as box:
+        steps = engine.decode_steps
+        streamed = play(engine, box, jobs, cfg, seed=7)
+        steps, turned_at = engine.decode_steps - steps, engine.decode_steps
+        turned = play(engine, box, jobs, __import__("dataclasses").replace(cfg, continuous=False), seed=7)
+        turned_steps = engine.decode_steps - turned_at
+    assert [e.status for e in streamed] and all(e.status != "policy_error" for e in streamed)
+    a = [c for e in streamed for c in e.turns]
+    b = [c for e in turned for c in e.turns]
+    assert _shared(a, b) >= 0.6
+    assert steps < turned_steps
+
+
 def test_max_tokens_and_stop_strings(engine):
     long = engine.chat(["Count from 1 to 50."], SamplingParams(temperature=0, max_tokens=5))[0]
     assert long.finish_reason == "length" and len(long.output_ids) == 5
@@ -246,8 +325,8 @@ def test_the_16_bit_copy_keeps_every_key_and_tensor(default_model_dir, tmp_path)
     from spadework.policy.gguf_copy import dequantised_copy
 
     src = next(default_model_dir.parent.glob("*instruct.gguf"))
-    with pytest.raises(PolicyError, match="f16 or bf16"):
-        dequantised_copy(src, tmp_path / "x.gguf", "q8_0")
+    with pytest.raises(PolicyError, match="f16 or bf16 or q8_0"):
+        dequantised_copy(src, tmp_path / "x.gguf", "q4_0")
     a, b = gguf.GGUFReader(str(src)), gguf.GGUFReader(str(dequantised_copy(src, tmp_path / "c.gguf")))
     assert set(a.fields) == set(b.fields)
     assert b.fields["general.file_type"].contents() == 1
@@ -259,6 +338,30 @@ def test_the_16_bit_copy_keeps_every_key_and_tensor(default_model_dir, tmp_path)
     copy = next(t for t in b.tensors if t.name == "blk.0.attn_q.weight")
     exact = gguf.quants.dequantize(blk.data, blk.tensor_type)
     assert np.abs(copy.data.astype(np.float32) - exact).max() <= np.abs(exact).max() * 2**-10
+
+
+def test_the_8_bit_copy_samples_near_the_16_bit_one(default_model_dir, tmp_path, engine):
+    """``weights="q8_0"``: every 2-D tensor re-quantised to Q8_0 (blocks of 32 weights, one
+    scale each), norms kept in F32; it answers as the BF16 copy does, and its logprobs of the
+    same greedy tokens are within the 8-bit kernels' tolerance of the BF16 copy's."""
+    import gguf
+
+    from spadework.policy.gguf_copy import dequantised_copy
+    from spadework.policy.llamacpp import LlamaCppPolicy
+
+    src = next(default_model_dir.parent.glob("*instruct.gguf"))
+    path = dequantised_copy(src, tmp_path / "q8.gguf", "q8_0")
+    q = gguf.GGMLQuantizationType
+    r = gguf.GGUFReader(str(path))
+    assert r.fields["general.file_type"].contents() == 7
+    assert {t.tensor_type for t in r.tensors} == {q.Q8_0, q.F32}
+    with LlamaCppPolicy(path, engine.tokenizer, max_batch_size=2, threads=1,
+                        eos_token_ids=engine.stop_token_ids) as q8:
+        params = SamplingParams(temperature=0, max_tokens=8)
+        a, = q8.chat(PROMPTS[:1], params)
+        assert "Paris" in a.text
+        gaps = [abs(x - y) for x, y in zip(engine.score(a.prompt_ids, a.output_ids, 1.0), a.logprobs)]
+        assert max(gaps) < 2 * TOKEN_TOL
 
 
 def test_the_quantised_file_is_loaded_only_once_a_child_has_decoded_from_it(default_model_dir, tmp_path):
