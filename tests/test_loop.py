@@ -419,3 +419,29 @@ def test_designer_advantages_do_not_depend_on_turn_packing(tmp_path, cfg):
     assert designer_on == designer_off and any(designer_on)
     rewards = [x.reward for x in attempts]  # the accepted design's credit and the rejected one's
     assert sorted(designer_on) == sorted(round((r - sum(rewards) / 2) * 8.0, 9) for r in rewards)
+
+
+def test_the_samplers_caches_are_freed_before_the_learners_step(tmp_path, cfg):
+    """The learner's step is the run's memory peak and the weight sync after it drops every
+    cached conversation anyway: the train stage frees the samplers' KV caches first (a frozen
+    designer's too, inside its BaseWeights), once per iteration, before the step."""
+    from spadework.policy.base import BaseWeights
+
+    class Releasing(ScriptedPolicy):
+        def release(self):
+            self.released.append(len(learner.steps))
+
+        def base_weights(self):
+            import contextlib
+            return contextlib.nullcontext(self)
+
+    agent = Releasing(half_solving_script)
+    designer = Releasing(half_solving_script)
+    agent.released, designer.released = [], []
+    learner = RecordingLearner()
+    cfg = override(cfg, {"train": True, "iterations": 2, "checkpoint_every": 1,
+                         "frozen": ["designer"]})
+    run(cfg, tmp_path, policy=agent, designer=BaseWeights(designer), learner=learner,
+        sync=RecordingSync(learner))
+    assert learner.steps and len(agent.released) == 2  # once per iteration
+    assert agent.released == designer.released and agent.released[0] == 0  # before the step
