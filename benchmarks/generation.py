@@ -63,8 +63,18 @@ def generation_worker(model: str, backend: str, batch: int, threads: int, weight
             best = (tokens, secs)
         if best_cpu is None or tokens / cpu > best_cpu[0] / best_cpu[1]:
             best_cpu = (tokens, cpu)
+    # prefill: one token after ``batch`` distinct prompts of about 200 tokens, nothing cached
+    release = getattr(policy, "release", None)
+    if callable(release):
+        release()
+    long = [" ".join(TOPICS[(i + k) % len(TOPICS)] for k in range(3 * len(TOPICS))) + f" ({i})"
+            for i in range(batch)]
+    start = time.perf_counter()
+    done = policy.chat(long, SamplingParams(temperature=0, max_tokens=1))
+    prefill = (sum(len(c.prompt_ids) for c in done), time.perf_counter() - start)
     peak = peak_rss_mib()
     return {"tokens": best[0], "seconds": round(best[1], 3),
+            "prefill_tokens": prefill[0], "prefill_tokens_per_s": round(prefill[0] / prefill[1], 1),
             "tokens_per_s": round(best[0] / best[1], 2),
             "tokens_per_cpu_s": round(best_cpu[0] / best_cpu[1], 2),
             "rss_after_load_mib": round(loaded, 1), "peak_rss_mib": round(peak, 1)}

@@ -15,7 +15,11 @@ and for llama.cpp the prompt tokens computed (``prefilled``) and served from cac
 ``policy_batch``); the stage's peak resident memory (sampled every 0.2 s) and the learner's
 tokens per second (trained tokens, and every token run forward and back). ``--engine-peak``
 adds each engine model's own throughput at the same batch and threads (``benchmarks/
-generation.py``'s measurement, in a subprocess), so that in-loop generation is a ratio of it.
+generation.py``'s measurement, in a subprocess), so that in-loop generation is a ratio of it:
+``share_of_engine_peak`` divides a stage's output tokens per second by the engine's decode rate
+at full batch, and ``share_of_engine_work_rate`` divides the time the engine would take for the
+stage's work at its own rates (prompt tokens computed at its prefill rate, tokens sampled at
+its decode rate) by the time the stage's generation took.
 ``--set NAME=VALUE`` overrides the preset (``threads=2``, ``learner.head_chunk=0``).
 
 The mechanism preset (a 1.5B designer, a 0.5B agent trained with LoRA)::
@@ -79,7 +83,35 @@ class TimedPolicy:
         self.clock = clock
 
     def __getattr__(self, name):
+        if name == "stream" and callable(getattr(self.inner, "stream", None)):
+            return self._stream  # timed like chat, where the policy streams
         return getattr(self.inner, name)
+
+    def _stream(self, requests, params, on_done, **kwargs):
+        """The stream's wall time less the time inside ``on_done`` (environment steps and design
+        checks, which chat calls leave outside), its replies counted as chat counts rows."""
+        from collections import Counter
+
+        c, t = self.clock, time.monotonic()
+        before = {k: getattr(self.inner, k, 0) for k in ENGINE_COUNTERS}
+        counts = c.counts.setdefault(c.stage, Counter())
+        outside = 0.0
+
+        def timed(request, result):
+            nonlocal outside
+            if hasattr(result, "output_ids"):
+                c.tokens[c.stage] = c.tokens.get(c.stage, 0) + len(result.output_ids)
+                counts.update(rows=1, prompt_tokens=len(result.prompt_ids))
+            start = time.monotonic()
+            try:
+                return on_done(request, result)
+            finally:
+                outside += time.monotonic() - start
+        try:
+            self.inner.stream(requests, params, timed, **kwargs)
+        finally:
+            c.seconds[c.stage] = c.seconds.get(c.stage, 0.0) + time.monotonic() - t - outside
+            counts.update(calls=1, **{k: getattr(self.inner, k, 0) - before[k] for k in ENGINE_COUNTERS})
 
     @property
     def context_length(self) -> int:
@@ -241,9 +273,18 @@ def main() -> None:
         for r in runs:
             for stage, role in (("play", "agent"), ("design", "designer")):
                 peak = peaks.get(role, {})
-                got = r["stages"].get(stage, {}).get("output_tokens_per_s")
+                st = r["stages"].get(stage, {})
+                got = st.get("output_tokens_per_s")
                 if got and peak.get("tokens_per_s"):
-                    r["stages"][stage]["share_of_engine_peak"] = round(got / peak["tokens_per_s"], 3)
+                    st["share_of_engine_peak"] = round(got / peak["tokens_per_s"], 3)
+                # the stage's work (prompt tokens computed, tokens sampled) at the engine's own
+                # prefill and decode rates, over the time the stage's generation took
+                eng = st.get("engine", {})
+                if st.get("generation_s") and peak.get("prefill_tokens_per_s") and "prefilled_tokens" in eng:
+                    ideal = (eng["prefilled_tokens"] / peak["prefill_tokens_per_s"]
+                             + st["output_tokens"] / peak["tokens_per_s"])
+                    st["engine_work_s_at_peak"] = round(ideal, 1)
+                    st["share_of_engine_work_rate"] = round(ideal / st["generation_s"], 3)
     print(json.dumps({"benchmark": "iteration", "preset": args.preset, "model": cfg.model or "default",
                       "set": sets, "engine_peak": peaks,
                       "train": not args.no_train, "runs": runs,
