@@ -1,0 +1,111 @@
+"""A play stage alone, turn by turn and through the engine's stream: where its time goes.
+
+Plays the first four games starters at level 1, ``plays`` times per arm (40 episodes on the
+cpu-qwen preset), with the preset's agent model, engine settings and ``PlayConfig``, once per
+mode in ``--modes`` (the first is the baseline), each on a fresh KV cache (``release()``), in
+one process and the same conditions. Per mode it prints the wall time, the engine's counters
+(prompt tokens computed and served from cache, decode steps, rows sampled and their mean per
+step), and how the engine's own time splits between steps that prefill prompts and steps that
+only decode (with the mean seconds of a decode step by how many rows it held); then the
+replies' lengths and wins. ``turns`` is one chat call per turn of all live episodes
+(``PlayConfig.continuous = false``); ``continuous`` is the stream.
+
+Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/play.py
+       [--preset cpu-qwen] [--modes turns,continuous] [--weights bf16] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def one_mode(engine, sandbox, jobs, cfg, seed: int) -> dict:
+    from spadework.rollout import play
+
+    steps: list[tuple[int, int, float]] = []  # tokens fed, rows sampled, seconds
+    submit = engine._submit
+
+    def timed(batch, entries):
+        start = time.perf_counter()
+        submit(batch, entries)
+        steps.append((len(entries), sum(1 for e in entries if e[3]), time.perf_counter() - start))
+
+    engine.release()
+    engine._submit = timed
+    counters = ("prefilled_tokens", "reused_tokens", "decode_steps", "sampled_rows")
+    before = {k: getattr(engine, k) for k in counters}
+    start = time.perf_counter()
+    try:
+        episodes = play(engine, sandbox, jobs, cfg, seed=seed)
+    finally:
+        engine._submit = submit
+    wall = time.perf_counter() - start
+    out = {k: getattr(engine, k) - before[k] for k in counters}
+    prefill = [s for s in steps if s[0] > s[1]]
+    decode = [s for s in steps if s[0] == s[1]]
+    by_rows = defaultdict(list)
+    for _, rows, secs in decode:
+        by_rows[rows].append(secs)
+    lengths = sorted(len(t.output_ids) for e in episodes for t in e.turns)
+    return {
+        "wall_s": round(wall, 1), **out,
+        "occupancy": round(out["sampled_rows"] / max(out["decode_steps"], 1), 2),
+        "output_tokens_per_s": round(out["sampled_rows"] / wall, 1),
+        "prefill_steps": len(prefill), "prefill_steps_s": round(sum(s[2] for s in prefill), 1),
+        "decode_steps_s": round(sum(s[2] for s in decode), 1),
+        "decode_step_ms_by_rows": {r: round(1000 * sum(v) / len(v), 1) for r, v in sorted(by_rows.items())},
+        "kv_cells_per_sequence": engine._ctx_shape[1],
+        "replies": len(lengths), "reply_tokens_p50": lengths[len(lengths) // 2],
+        "reply_tokens_p90": lengths[int(0.9 * len(lengths))], "reply_tokens_max": lengths[-1],
+        "replies_cut_at_max_tokens": sum(t.finish_reason == "length" for e in episodes for t in e.turns),
+        "won": sum(1 for e in episodes if e.rewards and max(e.rewards) >= 1), "episodes": len(episodes),
+    }
+
+
+def main() -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="cpu-qwen")
+    ap.add_argument("--modes", default="turns,continuous")
+    ap.add_argument("--weights", default="bf16")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    import torch
+
+    torch.set_num_threads(1)
+    from spadework.config import preset
+    from spadework.library import starter_envs
+    from spadework.policy.load import load_policy
+    from spadework.rollout import regret_jobs
+    from spadework.sandbox import Limits, Sandbox
+
+    cfg = preset(args.preset)
+    envs = starter_envs("games")[:4]
+    jobs = [j for e in envs for j in regret_jobs(e, run_seed=0, plays=cfg.plays, level=1)]
+    engine = load_policy("llamacpp", cfg.model, max_batch_size=cfg.policy_batch,
+                         threads=cfg.threads, weights=args.weights)
+    result = {"benchmark": "play", "preset": args.preset, "model": cfg.model, "weights": args.weights,
+              "envs": [e.class_name for e in envs], "jobs": len(jobs), "modes": {}}
+    with Sandbox(Limits()) as box:
+        for mode in args.modes.split(","):
+            play_cfg = dataclasses.replace(cfg.play, continuous=mode == "continuous")
+            result["modes"][mode] = one_mode(engine, box, jobs, play_cfg, args.seed)
+            print(mode, result["modes"][mode], file=sys.stderr, flush=True)
+    modes = list(result["modes"].values())
+    for m in modes[1:]:
+        m["speedup_vs_" + args.modes.split(",")[0]] = round(modes[0]["wall_s"] / m["wall_s"], 2)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
