@@ -422,9 +422,10 @@ def test_designer_advantages_do_not_depend_on_turn_packing(tmp_path, cfg):
 
 
 def test_the_samplers_caches_are_freed_before_the_learners_step(tmp_path, cfg):
-    """The learner's step is the run's memory peak and the weight sync after it drops every
-    cached conversation anyway: the train stage frees the samplers' KV caches first (a frozen
-    designer's too, inside its BaseWeights), once per iteration, before the step."""
+    """The weight sync after the learner's step drops every cached conversation anyway: the
+    train stage frees the samplers' KV caches before the step (a frozen designer's too, inside
+    its BaseWeights), and the design stage the designer's when it ends (the next design stage
+    asks about new documents)."""
     from spadework.policy.base import BaseWeights
 
     class Releasing(ScriptedPolicy):
@@ -443,5 +444,6 @@ def test_the_samplers_caches_are_freed_before_the_learners_step(tmp_path, cfg):
                          "frozen": ["designer"]})
     run(cfg, tmp_path, policy=agent, designer=BaseWeights(designer), learner=learner,
         sync=RecordingSync(learner))
-    assert learner.steps and len(agent.released) == 2  # once per iteration
-    assert agent.released == designer.released and agent.released[0] == 0  # before the step
+    assert learner.steps and len(agent.released) == 2 and agent.released[0] == 0  # before the step
+    # the designer's also when the design stage ends (iteration 0 only, at the cfg's cadence)
+    assert designer.released == [0, *agent.released]
