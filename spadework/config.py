@@ -231,8 +231,8 @@ def _cpu_qwen() -> RunConfig:
     """The mechanism on a CPU: a frozen Qwen2.5-Coder-1.5B designer and a Qwen2.5-Coder-0.5B
     agent trained with LoRA, both sampled by llama.cpp (pulled on first use: both are Qwen's
     Apache-2.0 releases, see ``spadework models list``), with the curriculum's levels, the
-    designer's feedback and mutations. Sized for under an hour on two cores (31 minutes
-    measured beside the test suite, 8.1 GiB at peak), setup not counted; the README's "What the mechanism does on a CPU" has a run's
+    designer's feedback and mutations. Sized for under an hour on two cores (20.6 minutes
+    measured alone, 7.3 GiB at peak), setup not counted; the README's "What the mechanism does on a CPU" has a run's
     time, memory and outcome.
 
     Why this shape: one LoRA update of the 0.5B model costs about 40 s per thousand tokens on
