@@ -12,8 +12,9 @@ The copy is made once from the verified GGUF and never changes afterwards: LoRA 
 applied on top of it at run time (:mod:`spadework.policy.gguf_lora`), nothing is re-quantised,
 so the base cannot drift. A Q8_0 copy (``q8_0``) re-quantises the dequantised weights to 8
 bits per weight in blocks of 32: measured on the 0.5B agent in a cpu-qwen play stage (40
-episodes, 21.6k prompt tokens computed; ``benchmarks/play.py --weights q8_0``), it decodes a row alone in 24 ms against BF16's 33 but
-prefills at 259 tokens/s against 420, so the stage took 103 s against 82; its logprobs are
+episodes, 21.1k prompt tokens computed; ``benchmarks/play.py --weights q8_0``), it decodes
+a row alone in 19 ms against BF16's 22 but its prefill steps ran at 255 tokens/s against 450,
+so the stage took 101 s against 71; its logprobs are
 0.012 nats from the fp32 learner on average (max 0.17) against BF16's 0.0045 (max 0.058).
 Tensor names, shapes and layout (including llama's permuted q/k rows)
 and every metadata key are kept; only the tensor types and ``general.file_type`` change. 1-D

@@ -608,7 +608,7 @@ def load_llamacpp_policy(
     dequantised weights, made once beside it (:mod:`spadework.policy.gguf_copy`: faster in
     batches and much closer to the learner; BF16 is the faster of the two, F16 the closer);
     ``"q8_0"`` from an 8-bit copy of them (half the memory of BF16; on the 0.5B it decodes
-    small batches faster but prefills 1.6x slower, and drifts about 3x further from the
+    small batches faster but prefills 1.8x slower, and drifts about 3x further from the
     learner, ``benchmarks/drift.py``); ``"gguf"`` samples from the quantised file itself.
     """
     from transformers import AutoTokenizer, GenerationConfig
