@@ -287,7 +287,7 @@ def _release(policy: Policy) -> None:
     ``BaseWeights``. Measured on cpu-qwen (a run's resident memory sampled every second): the
     agent's cache was 1 GiB, and the designer's, kept from a design stage into the play stage
     after it, set the run's peak (8.2 GiB, against 7.2 in the play stages without it)."""
-    release = getattr(getattr(policy, "policy", policy), "release", None)
+    release = getattr(policy, "release", None)
     if callable(release):
         release()
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 
 from spadework.env.actions import parse_action
 from spadework.errors import ConfigError, EnvError, EnvTimeout, PolicyError
+from spadework.policy.base import streams
 from spadework.seeding import derive_seed, episode_seed
 from spadework.types import Episode, EnvSource, Sampling, Turn
 
@@ -362,12 +363,38 @@ def _fits(live: _Live, policy, cfg: PlayConfig, context: int) -> bool:
         except PolicyError as e:
             live.end("policy_error", e.reason)
             return False
+    return _within_budget(live, cfg, context)
+
+
+def _within_budget(live: _Live, cfg: PlayConfig, context: int) -> bool:
+    """Whether ``live.next_prompt`` and a whole reply fit ``context``; ends the episode
+    (truncated) if not."""
     if live.next_prompt + cfg.max_tokens > context:
         live.truncated = True
         live.end("truncated", f"context budget of {context} tokens reached "
                               f"(next prompt ~{live.next_prompt} + {cfg.max_tokens} reply tokens)")
         return False
     return True
+
+
+def _admit(queue: deque, lives: list, live: list[int], at_once: int, sandbox,
+           cfg: PlayConfig) -> list[int]:
+    """Start jobs from ``queue`` while fewer than ``at_once`` episodes are live; their indices."""
+    started = []
+    while queue and len(live) < at_once:
+        i, job = queue.popleft()
+        lives[i] = _start(sandbox, job, cfg)
+        live.append(i)
+        started.append(i)
+    return started
+
+
+def _sampling(cfg: PlayConfig, **extra):
+    """How a turn is sampled (``extra``: the row seeds, the move to stop at)."""
+    from spadework.policy.base import SamplingParams
+
+    return SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
+                          max_tokens=cfg.max_tokens, **extra)
 
 
 def policy_charges(seconds: float, completions: Sequence) -> list[float]:
@@ -423,8 +450,6 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
     done, so the count moves at every turn, not only when episodes end (which in batched play is
     mostly at the last turn).
     """
-    from spadework.policy.base import SamplingParams
-
     context = min(cfg.context_tokens, int(getattr(policy, "context_length", cfg.context_tokens)))
     tool_role = tool_role_for(policy, cfg)
     queue = deque(enumerate(jobs))
@@ -438,25 +463,19 @@ def play(policy, sandbox, jobs: Sequence[PlayJob], cfg: PlayConfig, *, seed: int
                          for lv in lives if lv is not None), len(jobs) * cfg.max_turns)
 
     try:
-        if cfg.continuous and callable(getattr(policy, "stream", None)) \
-                and callable(getattr(policy, "prompt_ids", None)):
+        if cfg.continuous and streams(policy):
             try:
                 _stream(policy, sandbox, cfg, context, tool_role, seed, queue, lives, live,
                         at_once, report)
             except PolicyError:
                 pass  # the engine failed a step: the episodes left are played turn by turn below
         while queue or live:
-            while queue and len(live) < at_once:
-                i, job = queue.popleft()
-                lives[i] = _start(sandbox, job, cfg)
-                live.append(i)
+            _admit(queue, lives, live, at_once, sandbox, cfg)
             batch = [i for i in live if lives[i].status is None and _fits(lives[i], policy, cfg, context)]
             if batch:
                 settings = {lives[i].job.env.setting for i in batch}
                 move = settings.pop() if cfg.stop_at_move and len(settings) == 1 else None
-                params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p,
-                                        top_k=cfg.top_k, max_tokens=cfg.max_tokens,
-                                        row_seeds=[turn_seed(seed, lives[i].job, len(lives[i].turns))
+                params = _sampling(cfg, row_seeds=[turn_seed(seed, lives[i].job, len(lives[i].turns))
                                                    for i in batch], stop_at_move=move)
                 start = clock()
                 completions = _chat(policy, [lives[i] for i in batch], params, cfg.thinking)
@@ -479,19 +498,9 @@ def _stream(policy, sandbox, cfg: PlayConfig, context: int, tool_role: str, seed
     """Play the jobs in ``queue`` through ``policy.stream`` (see ``PlayConfig.continuous``),
     keeping ``lives`` and ``live`` (the indices of episodes not yet ended) as :func:`play` does,
     so that if the engine fails a step the episodes left go on turn by turn from there."""
-    from spadework.policy.base import SamplingParams, StreamRequest
+    from spadework.policy.base import StreamRequest
 
-    params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
-                            max_tokens=cfg.max_tokens)
-
-    def opened() -> list[int]:
-        started = []
-        while queue and len(live) < at_once:
-            i, job = queue.popleft()
-            lives[i] = _start(sandbox, job, cfg)
-            live.append(i)
-            started.append(i)
-        return started
+    params = _sampling(cfg)
 
     def turn(i: int) -> StreamRequest | None:
         """Episode ``i``'s next turn, or None when it has ended (or ends here: no room left)."""
@@ -504,10 +513,8 @@ def _stream(policy, sandbox, cfg: PlayConfig, context: int, tool_role: str, seed
             lv.end("policy_error", e.reason)
             return None
         lv.next_prompt = len(ids)
-        if lv.turns and len(ids) + cfg.max_tokens > context:  # as _fits; a first prompt too
-            lv.truncated = True  # long for the model is the engine's PolicyError, as in chat
-            lv.end("truncated", f"context budget of {context} tokens reached "
-                                f"(next prompt ~{len(ids)} + {cfg.max_tokens} reply tokens)")
+        # as _fits: a first prompt too long for the model is the engine's PolicyError, as in chat
+        if lv.turns and not _within_budget(lv, cfg, context):
             return None
         return StreamRequest(i, ids, turn_seed(seed, lv.job, len(lv.turns)),
                              lv.job.env.setting if cfg.stop_at_move else None)
@@ -522,7 +529,7 @@ def _stream(policy, sandbox, cfg: PlayConfig, context: int, tool_role: str, seed
                 out.append(request)
             else:
                 live.remove(i)
-                todo.extend(opened())
+                todo.extend(_admit(queue, lives, live, at_once, sandbox, cfg))
         return out
 
     def on_done(request: StreamRequest, result) -> list[StreamRequest]:
@@ -535,7 +542,7 @@ def _stream(policy, sandbox, cfg: PlayConfig, context: int, tool_role: str, seed
         report()
         return after([request.key])
 
-    first = after(opened())
+    first = after(_admit(queue, lives, live, at_once, sandbox, cfg))
     # room for a whole episode from the start (a KV cache grown mid-stage drops every cached
     # conversation): each turn adds a reply and an observation, taken as long as the opening
     opening = max((len(r.prompt_ids) for r in first), default=0)

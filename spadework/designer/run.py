@@ -54,6 +54,7 @@ from spadework.designer.prompts import (
 )
 from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
+from spadework.policy.base import streams
 from spadework.evaluate.hygiene import env_benchmark_matches
 from spadework.seeding import derive_seed
 from spadework.skills import Skill
@@ -257,8 +258,7 @@ class DesignRun:
         slots = [self._plan(i, skill) for i, skill in enumerate(slot_skills)]
         self.total = len(slots) * self.cfg.attempts_per_slot * (1 + self.cfg.repair_turns)
         self.progress(0, self.total)  # a bar with its clock from the start: a batch takes minutes
-        if self.cfg.continuous and callable(getattr(self.policy, "stream", None)) \
-                and callable(getattr(self.policy, "prompt_ids", None)):
+        if self.cfg.continuous and streams(self.policy):
             self._stream(slots)
             self.progress(self.total, self.total)
             return [s.result() for s in slots]

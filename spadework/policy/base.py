@@ -245,6 +245,13 @@ class StreamRequest:
                               f"{self.stop_at_move!r}")
 
 
+def streams(policy: Any) -> bool:
+    """Whether ``policy`` samples through a continuous stream (``stream``, with the rendered
+    ``prompt_ids`` the stream's requests carry): ``LlamaCppPolicy``, also inside a
+    ``BaseWeights``."""
+    return callable(getattr(policy, "stream", None)) and callable(getattr(policy, "prompt_ids", None))
+
+
 @runtime_checkable
 class Policy(Protocol):
     """A model that continues chats.
@@ -311,9 +318,9 @@ class BaseWeights:
             return self.policy.chat(conversations, params)
 
     def __getattr__(self, name: str) -> Any:
-        # what the rollout looks for: the rendered prompt, and the continuous stream where the
-        # policy has one (run, like chat, with the adapter off)
-        if name == "prompt_ids":
+        # what the rollout and the loop look for: the rendered prompt, the cache's release, and
+        # the continuous stream where the policy has one (run, like chat, with the adapter off)
+        if name in ("prompt_ids", "release"):  # release: free the cache (the run's memory)
             return getattr(self.__dict__.get("policy"), name)
         if name == "stream" and callable(getattr(self.__dict__.get("policy"), "stream", None)):
             return self._stream

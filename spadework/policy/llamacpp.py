@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import secrets
 import os
@@ -440,10 +441,8 @@ class LlamaCppPolicy:
         self._apply_adapter()  # (and _forget: the new context holds nothing)
 
     def _completion(self, row: _Row, params: SamplingParams) -> Completion:
-        c = row.out.completion(row.prompt, self, params.stop)
-        return Completion(text=c.text, prompt_ids=c.prompt_ids, output_ids=c.output_ids,
-                          logprobs=c.logprobs, finish_reason=c.finish_reason,
-                          metadata={"backend": "llamacpp", "seconds": row.seconds})
+        return dataclasses.replace(row.out.completion(row.prompt, self, params.stop),
+                                   metadata={"backend": "llamacpp", "seconds": row.seconds})
 
     def _run(self, first: list[_Row], params: SamplingParams,
              finish: Callable[[_Row], list[_Row]], cells: int = 0) -> None:
