@@ -131,7 +131,8 @@ def models_pull(
     from spadework.policy.registry import pull
 
     with _reported(PolicyError):
-        path = pull(name, accept_unlicensed=accept_unlicensed)
+        path = pull(name, accept_unlicensed=accept_unlicensed,
+                    progress=lambda msg: typer.echo(msg, err=True))
     typer.echo(f"{name}: ready at {path}")
 
 

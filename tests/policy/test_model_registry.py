@@ -18,6 +18,7 @@ from spadework.policy.registry import (
     model_spec,
     pull,
     resolve_model,
+    convert_gguf,
     sha256_of,
 )
 
@@ -138,3 +139,14 @@ def test_pulled_default_model_is_verified_and_recorded(default_model_dir):
     rows = {r["name"]: r for r in list_models()}
     assert rows[DEFAULT_MODEL]["pulled"] and rows[DEFAULT_MODEL]["default"]
     assert rows["qwen2.5-coder-0.5b-instruct"]["license"] == "Apache-2.0"
+
+
+def test_conversion_leaves_the_terminal_to_spadework(default_model_dir, tmp_path, capfd):
+    """transformers draws progress bars while it reads a GGUF and writes shards (one of them
+    outside its own switch); a pull says its stages itself, so none of those reach the user."""
+    gguf = default_model_dir.parent / json.loads(
+        (default_model_dir.parent / "manifest.json").read_text())["gguf"]
+    out = convert_gguf(gguf, tmp_path / "hf")
+    assert (out / "config.json").is_file()
+    err = capfd.readouterr().err
+    assert "it/s" not in err and "%|" not in err, err[-500:]
