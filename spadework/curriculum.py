@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spadework.errors import ConfigError
-from spadework.evaluate.heldout import HELD_OUT
+from spadework.library import HELD_OUT
 from spadework.levels import DOWN_AT, UP_AT
 from spadework.reward import RewardConfig
 

@@ -127,7 +127,7 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
 
 
 def _pool(ctx: RunContext, it: _Iteration) -> StageResult:
-    from spadework.evaluate.heldout import is_held_out
+    from spadework.library import is_held_out
 
     cc, a, limit = ctx.cfg.curriculum, ctx.archive, ctx.cfg.play.max_turns
     fresh = it.plan.fresh if it.plan.regenerated else it.state.fresh

@@ -23,7 +23,7 @@ from spadework import reward
 from spadework.archive import Archive, archive_path
 from spadework.config import load_config, override, preset
 from spadework.designer.prompts import SUBCLASS_GUIDE
-from spadework.evaluate.heldout import HELD_OUT
+from spadework.library import HELD_OUT
 from spadework.env.actions import parse_action
 from spadework.errors import ConfigError
 from spadework.loop import run

@@ -130,7 +130,7 @@ class EnvRecord:
     failed and why (a rejected design is data too). ``iteration`` is the iteration that designed
     it (-1 for starter entries). ``created_at`` is filled in by the archive when left ``None``.
     ``benchmarks`` names the held-out benchmark tasks its class name or docstring matches
-    (:func:`spadework.evaluate.hygiene.env_benchmark_matches`): a flag for people, so a run
+    (:func:`spadework.env.hygiene.env_benchmark_matches`): a flag for people, so a run
     does not quietly train on its own test.
     """
 

@@ -55,7 +55,7 @@ from spadework.designer.prompts import (
 from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
 from spadework.policy.base import streams
-from spadework.evaluate.hygiene import env_benchmark_matches
+from spadework.env.hygiene import env_benchmark_matches
 from spadework.seeding import derive_seed
 from spadework.skills import Skill
 from spadework.types import EnvSource, Sampling

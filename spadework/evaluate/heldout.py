@@ -1,6 +1,6 @@
 """Held-out starter environments: the one list, the one rule, and the ``library-heldout`` suite.
 
-:data:`HELD_OUT` names starter environments (file stems of :mod:`spadework.library`) that a run
+:data:`~spadework.library.HELD_OUT` (with the library it names) lists starter environments (file stems of :mod:`spadework.library`) that a run
 never puts in its pool, so that playing them measures transfer to unseen games rather than
 memory. One per skill family at most, none of them a family reasoning-gym also has (so the
 ``rg-hard`` overlap report is not needed for them): ``mastermind`` (logical deduction),
@@ -19,31 +19,15 @@ A play is won when its return (final reward of a terminated episode) is positive
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from spadework.evaluate.items import Sample
 from spadework.evaluate.suite import RunContext
+from spadework.library import HELD_OUT
 from spadework.seeding import derive_seed
-
-#: Starter environments held out of every run's pool by default (file stems).
-HELD_OUT: tuple[str, ...] = ("knapsack", "light_switches", "mastermind", "tool_ledger")
 
 _STATUS = {"completed": "ok", "truncated": "ok", "timeout": "env_error",
            "env_error": "env_error", "policy_error": "policy_error"}
-
-
-def is_held_out(name: str | None, held_out: Iterable[str] = HELD_OUT) -> bool:
-    """Whether the starter environment ``name`` (a file stem) is held out of run pools.
-
-    Generated environments have no starter name and are never held out.
-
-    >>> is_held_out("mastermind"), is_held_out("nim"), is_held_out(None)
-    (True, False, False)
-    >>> is_held_out("nim", held_out=("nim",))
-    True
-    """
-    return name is not None and name in tuple(held_out)
 
 
 def heldout_seed(seed: int, env_name: str, k: int) -> int:

@@ -17,6 +17,7 @@ environment code is only ever run inside the sandbox, starter or generated alike
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,23 @@ from spadework.types import EnvSource
 
 if TYPE_CHECKING:
     from spadework.archive.records import EnvRecord
+
+#: Starter environments held out of every run's pool by default (file stems).
+HELD_OUT: tuple[str, ...] = ("knapsack", "light_switches", "mastermind", "tool_ledger")
+
+
+def is_held_out(name: str | None, held_out: Iterable[str] = HELD_OUT) -> bool:
+    """Whether the starter environment ``name`` (a file stem) is held out of run pools.
+
+    Generated environments have no starter name and are never held out.
+
+    >>> is_held_out("mastermind"), is_held_out("nim"), is_held_out(None)
+    (True, False, False)
+    >>> is_held_out("nim", held_out=("nim",))
+    True
+    """
+    return name is not None and name in tuple(held_out)
+
 
 #: The six cognitive skills a game environment targets (the paper's skill list, lower case).
 GAME_SKILLS = (

@@ -6,8 +6,9 @@ import pytest
 
 from eval_policies import ScriptedPolicy
 from spadework.errors import ConfigError
-from spadework.evaluate.heldout import HELD_OUT, LibrarySuite, heldout_seed, is_held_out
-from spadework.evaluate.hygiene import benchmark_matches, env_benchmark_matches
+from spadework.evaluate.heldout import LibrarySuite, heldout_seed
+from spadework.library import HELD_OUT, is_held_out
+from spadework.env.hygiene import benchmark_matches, env_benchmark_matches
 from spadework.evaluate.inrun import EvalConfig, eval_due, evaluate_policy
 from spadework.evaluate.judge import Judge
 from spadework.evaluate.presets import preset_settings

@@ -11,6 +11,9 @@ a task name matches when its words appear consecutively among the class name's w
 (``number_sequence``) or, for names of two or more words, the phrase ("number sequence"). A
 single-word task name matches a docstring only when it is distinctive: the names that are
 ordinary English words in other senses (``products``, ``dice``...) match class names only.
+
+It lives beside the checker, not in ``evaluate/``: the designer flags each design as it archives
+it, and training must not import the evaluation package.
 """
 
 from __future__ import annotations
