@@ -25,6 +25,7 @@ whether the difference is more than chance (the same seeds make the two runs pai
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/designer_validity.py
        --model qwen2.5-coder-0.5b-instruct [--docs tune|heldout] [--n 40] [--backend llamacpp]
        [--max-tokens 1024] [--repair-turns 0] [--temperature 0.6] [--max-turns 4] [--seed 0]
+       [--weights bf16|f16|q8_0|gguf] [--plan]
        [--batch 8] [--archive-dir DIR (keep the archive, to read the replies)]
        [--start-slot K (continue a killed run in --archive-dir)]
 """
@@ -267,7 +268,8 @@ def _load_policy(args: argparse.Namespace) -> Any:
         return getattr(importlib.import_module(module), factory)()
     from spadework.policy.load import load_policy
 
-    return load_policy(args.backend, args.model, max_batch_size=args.batch, threads=args.threads)
+    return load_policy(args.backend, args.model, max_batch_size=args.batch, threads=args.threads,
+                       weights=args.weights)
 
 
 def _model_sha(model: str | None) -> str | None:
@@ -314,6 +316,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--model", default=None, help="registry name (default: the default model)")
     ap.add_argument("--backend", default="llamacpp", help="llamacpp (default) or hf")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: its own)")
+    ap.add_argument("--weights", default="bf16",
+                    help="llama.cpp weights: bf16 (default), f16, q8_0, or gguf (the registry's "
+                         "quantised file, what a run's frozen designer samples from)")
+    ap.add_argument("--plan", action="store_true",
+                    help="ask each fresh design for its game in three lines first "
+                         "(DesignConfig.plan)")
     ap.add_argument("--docs", default="tune", choices=DOC_SETS)
     ap.add_argument("--n", type=int, default=40, help="design slots (one fresh attempt each)")
     ap.add_argument("--batch", type=int, default=8, help="slots per design call")
@@ -344,7 +352,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     from spadework.designer import DesignConfig
 
     overrides = {"max_tokens": args.max_tokens, "repair_turns": args.repair_turns,
-                 "temperature": args.temperature, "corpus_words": args.corpus_words}
+                 "temperature": args.temperature, "corpus_words": args.corpus_words,
+                 "plan": args.plan or None}
     cfg = DesignConfig(setting=args.setting, attempts_per_slot=1,
                        **{k: v for k, v in overrides.items() if v is not None})
     max_turns = args.max_turns or preset("cpu").play.max_turns
@@ -360,7 +369,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "benchmark": "designer_validity", "docs": args.docs,
         "doc_ids": [d.doc_id for d in documents],
         "model": args.model or "default", "model_sha256": _model_sha(args.model),
-        "backend": "scripted" if args.policy else args.backend, "load_seconds": round(load_s, 1),
+        "backend": "scripted" if args.policy else args.backend, "weights": args.weights,
+        "load_seconds": round(load_s, 1),
         "settings": {**dataclasses.asdict(cfg), "max_turns": max_turns, "seed": args.seed,
                      "batch": args.batch, "start_slot": args.start_slot},
         **counts, "load_average": os.getloadavg(),

@@ -175,7 +175,8 @@ class StreamingScriptedPolicy(ScriptedPolicy):
             if self.fail_stream_at is not None and self.streamed >= self.fail_stream_at:
                 raise PolicyError("scripted engine failure")
             q = todo.popleft()
-            row = dataclasses.replace(params, row_seeds=(q.seed,), stop_at_move=q.stop_at_move)
+            row = dataclasses.replace(params, row_seeds=(q.seed,), stop_at_move=q.stop_at_move,
+                                      max_tokens=q.max_tokens or params.max_tokens)
             try:
                 c, = self.chat([self._conversations[tuple(q.prompt_ids)]], row)
             except PolicyError as e:

@@ -313,3 +313,66 @@ def test_a_stream_runs_each_slots_tries_as_soon_as_its_reply_is_judged(sb, archi
     assert streaming.streamed == 1 + 3 + 4 and len(stored) == 8
     repair = streamed[1].attempts[1]
     assert is_repair(repair) and repair.messages[2]["content"] == "no code, sorry"
+
+
+def test_a_planned_design_asks_for_its_game_first_then_its_module(sb, archive):
+    """``DesignConfig.plan``: a fresh games design is a short plan turn (the document, the skill,
+    three lines asked for) and then the module turn in the same conversation, without the
+    document again; the module is the slot's first attempt (not a repair), its prompt carries
+    the plan's reply, and chat and the stream ask the same turns with the same seeds."""
+    from scripted_policy import StreamingScriptedPolicy
+
+    from spadework.designer.prompts import AFTER_PLAN, PLAN_ASK, PLAN_TOKENS
+
+    asked = []
+
+    def script(conv, turn):
+        last = conv.messages[-1]["content"]
+        if last.endswith(PLAN_ASK):
+            asked.append("plan")
+            return "Values: a, b, c from 1-9\nQuestion: a * b + c?\nAnswer: a * b + c"
+        asked.append("module")
+        return fenced(GOOD_CODE)
+
+    cfg = DesignConfig(attempts_per_slot=1, plan=True)
+    policy = ScriptedPolicy(script)
+    chat = run(policy, sb, archive, 2, cfg=cfg)
+    assert asked == ["plan", "plan", "module", "module"]
+    plan_call, module_call = policy.calls
+    assert [len(c.messages) for c in plan_call] == [2, 2]
+    doc = plan_call[0].messages[1]["content"].split("<document>")[1].split("</document>")[0]
+    module = module_call[0].messages
+    assert [m["role"] for m in module] == ["system", "user", "assistant", "user"]
+    assert module[2]["content"].startswith("Values:") and AFTER_PLAN in module[3]["content"]
+    assert doc.strip() not in module[3]["content"] and "<document>" not in module[3]["content"]
+    (a, *_), (b, *_) = (r.attempts for r in chat)
+    assert a.outcome == "accepted" and not is_repair(a) and a.messages == tuple(module)
+    assert b.outcome == "novelty"  # the same module twice: the second is a copy
+
+    streaming = StreamingScriptedPolicy(script)
+    seen = []
+    original = streaming.stream
+
+    def spy(requests, params, on_done, *, cells=0):
+        def record(q, c):
+            seen.append(q.max_tokens)
+            return on_done(q, c)
+        return original(requests, params, record, cells=cells)
+
+    streaming.stream = spy
+    with Archive.open(archive.path.with_name("planned.sqlite")) as other:
+        streamed = run(streaming, sb, other, 2, cfg=cfg)
+    assert seen == [PLAN_TOKENS, PLAN_TOKENS, None, None]
+    assert [[(x.outcome, x.messages, x.output_ids) for x in r.attempts] for r in streamed] == \
+        [[(x.outcome, x.messages, x.output_ids) for x in r.attempts] for r in chat]
+
+
+def test_tool_use_designs_are_not_planned(sb, archive):
+    """The plan asks for a game's values and answer: tool-use designs go straight to code."""
+    from spadework.designer.prompts import PLAN_ASK
+
+    policy = ScriptedPolicy([["no code"]])
+    run(policy, sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1, plan=True,
+                                                 setting="tool-use"),
+        skills=skills_for("tool-use"))
+    assert len(policy.calls) == 1 and not policy.calls[0][0].messages[-1]["content"].endswith(PLAN_ASK)

@@ -78,7 +78,10 @@ def test_prompt_shows_the_parent_and_the_direction():
     assert "win rate 0.05" in text
 
 
-def test_mutated_child_records_its_lineage(archive):
+@pytest.mark.parametrize("plan", [False, True])
+def test_mutated_child_records_its_lineage(archive, plan):
+    """A mutation edits its parent in one turn, with or without ``DesignConfig.plan`` (which
+    plans fresh designs only)."""
     box = start_sandbox()
     knap = STARTERS["knapsack"]
     archive.record_env_stats(knap.env_id, 0, plays=10, wins=10, regret=0.0)
@@ -87,7 +90,7 @@ def test_mutated_child_records_its_lineage(archive):
     with box:
         (res,) = design_environments(policy, box, archive, corpus(), n=1, iteration=1, run_seed=0,
                                      skills=[OPT], cfg=DesignConfig(attempts_per_slot=1, mutation_ratio=1.0,
-                                                                    example_share=10.0),
+                                                                    example_share=10.0, plan=plan),
                                      check_config=CheckConfig(trivial_episodes=8))
     assert res.env is not None and res.parent_id in (knap.env_id, STARTERS["delivery_route"].env_id)
     rec = archive.get_env(res.env.env_id)
@@ -96,4 +99,4 @@ def test_mutated_child_records_its_lineage(archive):
     parent = archive.get_env(res.parent_id)
     assert parent.code.strip() in prompt and "step(self, action: str)" in prompt
     assert ("harder" if parent.env_id == knap.env_id else "easier") in prompt
-    assert res.attempts[0].memory_ids == (res.parent_id,)
+    assert res.attempts[0].memory_ids == (res.parent_id,) and len(policy.calls) == 1

@@ -28,10 +28,11 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from spadework.archive.records import ACCEPTED, DesignAttempt
 from spadework.designer.judge import VALIDATION_ORDER
-from spadework.designer.prompts import REPAIR_MARK
+from spadework.designer.prompts import PLAN_ASK, REPAIR_MARK
 from spadework.metrics import EnvOutcome
 from spadework.reward import (
     VARIANTS,
@@ -220,15 +221,26 @@ def rejection_progress(attempt: DesignAttempt) -> float:
 def is_repair(attempt: DesignAttempt) -> bool:
     """Whether a designer sample is a repair turn: its prompt carries an earlier reply (a chat
     repair) or the verdict on one (a fresh repair, :data:`~spadework.designer.prompts.REPAIR_MARK`).
+    The reply to a plan turn (``DesignConfig.plan``) is not an earlier attempt: the module after
+    it is a first attempt.
 
     >>> a = DesignAttempt(0, 0, 1, None, "games", None, ({"role": "user", "content": "x"},
     ...     {"role": "assistant", "content": "y"}, {"role": "user", "content": "fix"}), "", (), (), (), "static")
     >>> is_repair(a)
     True
+    >>> import dataclasses
+    >>> is_repair(dataclasses.replace(a, messages=({"role": "user", "content": "doc " + PLAN_ASK},
+    ...     {"role": "assistant", "content": "Values: x"}, {"role": "user", "content": "code"})))
+    False
     """
-    return any(m.get("role") == "assistant"
+    msgs = attempt.messages
+    return any((m.get("role") == "assistant" and not _answers_plan(msgs[i - 1] if i else {}))
                or (m.get("role") == "user" and REPAIR_MARK in str(m.get("content")))
-               for m in attempt.messages)
+               for i, m in enumerate(msgs))
+
+
+def _answers_plan(before: Mapping[str, Any]) -> bool:
+    return before.get("role") == "user" and str(before.get("content", "")).endswith(PLAN_ASK)
 
 
 def trained_at_birth(attempt: DesignAttempt, rejected_first_attempts: str) -> bool:

@@ -374,6 +374,76 @@ def build_design_prompt(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
+#: The most tokens a plan reply may take (``DesignConfig.plan``): three short lines.
+PLAN_TOKENS = 96
+
+#: What a plan turn asks for, in the order the module then uses it (setup, task, answer).
+PLAN_ASK = (
+    "Before any code, plan one game for this skill around a concept from the document. Answer "
+    "in exactly three short lines, no code block:\n"
+    "Values: the numbers or items drawn at random, with their names and ranges.\n"
+    "Question: what the agent is asked, using those values.\n"
+    "Answer: how the answer is computed from the values, as one Python expression.")
+
+#: How the module turn after a plan asks (it replaces :data:`PLAN`).
+AFTER_PLAN = (
+    "Now write the module for the game you planned, in the example's structure: a new class "
+    "name; setup() draws your Values from rng and sets self.answer with your Answer "
+    "expression; task() asks your Question and shows every value. Do not reuse the example's "
+    "values, question or computation.")
+
+
+def plan_messages(document: str, skill: Skill, difficulty: str = "medium") -> list[dict[str, str]]:
+    """The plan turn of a fresh games design (``DesignConfig.plan``): the document and the skill,
+    and a request for the game in three lines (values, question, answer expression) before any
+    code. Measured first on cpu-qwen's designer (``benchmarks/designer_validity.py``): the 1.5B
+    kept the example module's setup and computation and changed only its words (3 of the first
+    6 held-out attempts near-copies of it, one more a new question over the example's answer);
+    a game it has stated in its own words first is what the module turn asks it to code.
+
+    >>> from spadework.skills import skill_named
+    >>> m = plan_messages("Tides rise twice a day.", skill_named("causal inference"))
+    >>> [x["role"] for x in m], "Tides rise" in m[1]["content"], m[1]["content"].endswith(PLAN_ASK)
+    (['system', 'user'], True, True)
+    """
+    if not document.strip():
+        raise ConfigError("the grounding document is empty: sample another document")
+    if difficulty not in DIFFICULTIES:
+        raise ConfigError(f"unknown difficulty {difficulty!r}: use one of {', '.join(DIFFICULTIES)}")
+    parts = [
+        "Read the document. You will design a multi-turn text game that exercises a skill.",
+        f"<document>\n{document.strip()}\n</document>",
+        f"Skill to exercise: {skill.name}: {skill.description} "
+        f"(ideas, not requirements: {'; '.join(skill.ideas)}).",
+        "The agent must be able to work out the answer from the question alone, so the question "
+        "shows every value the answer depends on.",
+        PLAN_ASK,
+    ]
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def after_plan(planned: Sequence[dict[str, str]], plan: str,
+               design: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    """The module turn after a plan: the plan conversation, its reply, then the design prompt
+    ``design`` (:func:`build_design_prompt`) without its document (the plan turn showed it) and
+    with :data:`AFTER_PLAN` in place of :data:`PLAN`.
+
+    >>> from spadework.skills import skill_named
+    >>> sk = skill_named("causal inference")
+    >>> d = build_design_prompt("Tides rise twice a day.", sk, example="class A: ...")
+    >>> m = after_plan(plan_messages("Tides rise twice a day.", sk), "Values: h", d)
+    >>> [x["role"] for x in m], "Tides rise" in m[3]["content"], AFTER_PLAN in m[3]["content"]
+    (['system', 'user', 'assistant', 'user'], False, True)
+    """
+    text = design[-1]["content"]
+    start, end = text.find("Read the document, pick one concept"), text.find("</document>")
+    if start >= 0 and end > start:
+        text = text[:start] + text[end + len("</document>"):].lstrip("\n")
+    text = text.replace(PLAN, AFTER_PLAN, 1)
+    return [*planned, {"role": "assistant", "content": plan.strip() or "(no plan)"},
+            {"role": "user", "content": text}]
+
+
 def reply_instruction(max_tokens: int | None, new: bool = False) -> str:
     """The prompt's last line: one code block, and how long the module may be so that it fits
     in ``max_tokens`` (a reply cut at the limit is rejected whole).

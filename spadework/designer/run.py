@@ -44,12 +44,15 @@ from spadework.designer.judge import Judgement, judge_reply
 from spadework.designer.parents import Parent, choose_parent, wants_mutation
 from spadework.designer.prompts import (
     DIFFICULTIES,
+    PLAN_TOKENS,
     SETTING_RULES,
     MemoryExample,
+    after_plan,
     build_design_prompt,
     build_mutation_prompt,
     feedback_section,
     fresh_repair_messages,
+    plan_messages,
     repair_messages,
 )
 from spadework.env.checker import CheckConfig
@@ -97,7 +100,11 @@ class DesignConfig:
     try (its repair turn, then its next fresh attempt) is asked as soon as its reply is judged,
     beside the other slots' replies still decoding, instead of after the whole round (and a
     repair's prompt, the attempt's conversation plus the verdict, is served from the slot's
-    cached cells). How many instances solution() must win is the checker's
+    cached cells); ``plan``: a fresh games design is asked first, in a short turn of its own
+    (at most ``PLAN_TOKENS``), for its game in three lines (the values drawn, the question, the
+    answer as an expression; :func:`~spadework.designer.prompts.plan_messages`), then for the
+    module of that game in the same conversation (mutations are not planned; the plan turn is
+    not an attempt and is not trained). How many instances solution() must win is the checker's
     (``CheckConfig.solvable_seeds``), not a second setting here.
     """
 
@@ -118,6 +125,7 @@ class DesignConfig:
     example_share: float = 0.75
     repair: str = "chat"
     continuous: bool = True
+    plan: bool = False
 
     @property
     def example_chars(self) -> int:
@@ -231,6 +239,15 @@ class _Request:
     doc_excerpt: str | None
     memory_ids: tuple[str, ...]
     document: GroundingDocument | None = None
+    design: tuple[dict[str, str], ...] | None = None
+    """Set on a plan turn (``messages`` is the plan's conversation): the design prompt whose
+    module turn follows the plan's reply (:func:`~spadework.designer.prompts.after_plan`)."""
+
+    def planned(self, plan: str) -> _Request:
+        """The module turn of this plan turn, given the plan's reply."""
+        assert self.design is not None
+        return replace(self, messages=tuple(after_plan(self.messages, plan, self.design)),
+                       design=None)
 
 
 class DesignRun:
@@ -266,7 +283,8 @@ class DesignRun:
             open_slots = [s for s in slots if s.env is None]
             if not open_slots:
                 break
-            done = self._call([self._fresh_request(s, r) for s in open_slots], (r, 0))
+            fresh = self._plans([self._fresh_request(s, r) for s in open_slots], (r, 0))
+            done = self._call(fresh, (r, 0))
             for turn in range(1, self.cfg.repair_turns + 1):
                 failed = [(req, c, j) for req, c, j in done if j.outcome != ACCEPTED]
                 if not failed:
@@ -275,6 +293,32 @@ class DesignRun:
                 done = self._call(reqs, (r, turn))
         self.progress(self.total, self.total)
         return [s.result() for s in slots]
+
+    def _plans(self, reqs: list[_Request], key: tuple[int, int]) -> list[_Request]:
+        """``reqs`` with each plan turn asked (one batched call) and replaced by its module turn."""
+        from spadework.policy.base import Conversation
+
+        todo = [i for i, q in enumerate(reqs) if q.design is not None]
+        if not todo:
+            return reqs
+        params = replace(self._params([self._plan_seed(reqs[i], key) for i in todo]),
+                         max_tokens=PLAN_TOKENS)
+        replies = self.policy.chat([Conversation(messages=reqs[i].messages) for i in todo], params)
+        out = list(reqs)
+        for i, c in zip(todo, replies):
+            out[i] = reqs[i].planned(c.text)
+        return out
+
+    def _module_tokens(self, req: _Request) -> int:
+        """The tokens a plan turn's module prompt adds to it, at most (0 for other turns)."""
+        from spadework.policy.base import Conversation
+
+        if req.design is None:
+            return 0
+        return PLAN_TOKENS + len(self.policy.prompt_ids(Conversation(messages=req.design)))
+
+    def _plan_seed(self, req: _Request, key: tuple[int, int]) -> int:
+        return derive_seed(self._seed(req, key), "plan")
 
     def _repair(self, req: _Request, c: Any, j: Judgement) -> list[dict[str, str]]:
         cut = c.finish_reason == "length"
@@ -324,8 +368,12 @@ class DesignRun:
             else:
                 fallback = None
         ids = pos_ids + tuple(ng.env_id for ng in negatives)
-        return _Request(s, tuple(msgs), doc.doc_id, text[:200], ids,
-                        GroundingDocument(doc.doc_id, text, doc.title))
+        req = _Request(s, tuple(msgs), doc.doc_id, text[:200], ids,
+                       GroundingDocument(doc.doc_id, text, doc.title))
+        if cfg.plan and cfg.setting == "games":
+            return replace(req, messages=tuple(plan_messages(text, s.skill, cfg.difficulty)),
+                           design=req.messages)
+        return req
 
     def _params(self, seeds: Sequence[int] = ()) -> Any:
         from spadework.policy.base import SamplingParams
@@ -392,12 +440,17 @@ class DesignRun:
         def ask(req: _Request, r: int, turn: int) -> StreamRequest:
             asked[req.slot.slot] = (req, r, turn)
             ids = self.policy.prompt_ids(Conversation(messages=req.messages))
+            if req.design is not None:  # a plan turn: short, and seeded apart from its module
+                return StreamRequest(req.slot.slot, ids, self._plan_seed(req, (r, turn)),
+                                     max_tokens=PLAN_TOKENS)
             return StreamRequest(req.slot.slot, ids, self._seed(req, (r, turn)))
 
         def on_done(q: StreamRequest, c: Any) -> list[StreamRequest]:
             if isinstance(c, PolicyError):
                 raise c
             req, r, turn = asked.pop(q.key)
+            if req.design is not None:
+                return [ask(req.planned(c.text), r, turn)]
             j, env, attempt = self._judge(req, c, params.record)
             self._store([env] if env is not None else [], [attempt],
                         [req.document] if req.document is not None else [])
@@ -411,8 +464,9 @@ class DesignRun:
 
         first = [ask(self._fresh_request(s, 0), 0, 0) for s in slots]
         # room for a slot's whole conversation from the start (a KV cache grown mid-stream drops
-        # every cached prompt): each repair turn adds a reply and a verdict to the longest prompt
-        longest = max(len(q.prompt_ids) for q in first)
+        # every cached prompt): each repair turn adds a reply and a verdict to the longest prompt,
+        # and a plan turn comes before its module's prompt
+        longest = max(len(q.prompt_ids) + self._module_tokens(asked[q.key][0]) for q in first)
         turns = cfg.repair_turns if cfg.repair == "chat" else 0
         self.policy.stream(first, params, on_done, cells=min(
             self.policy.context_length,

@@ -125,6 +125,10 @@ class SamplingParams:
             object.__setattr__(self, "stop", (self.stop,))
         if any(not s for s in self.stop):
             raise ConfigError("stop strings must be non-empty")
+        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(
+                self.max_tokens, int) or self.max_tokens < 1):
+            raise ConfigError(f"max_tokens must be a whole number >= 1 or None, got "
+                              f"{self.max_tokens!r}")
         if self.stop_at_move is not None and self.stop_at_move not in MOVE_SETTINGS:
             raise ConfigError(f"stop_at_move must be one of {MOVE_SETTINGS} or None, got "
                               f"{self.stop_at_move!r}")
@@ -230,16 +234,22 @@ class StreamRequest:
     finds its cached prefix even when other conversations start beside it. ``prompt_ids`` are
     the rendered prompt; ``seed`` is a row seed as in ``SamplingParams.row_seeds`` (the reply
     draws what ``chat`` draws for that row seed); ``stop_at_move`` replaces the stream's
-    ``SamplingParams.stop_at_move`` for this reply.
+    ``SamplingParams.stop_at_move`` for this reply, and ``max_tokens`` (when set) its
+    ``max_tokens`` (a designer's short plan turn beside module replies).
     """
 
     key: Any
     prompt_ids: tuple[int, ...]
     seed: int
     stop_at_move: str | None = None
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompt_ids", tuple(int(t) for t in self.prompt_ids))
+        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(
+                self.max_tokens, int) or self.max_tokens < 1):
+            raise ConfigError(f"max_tokens must be a whole number >= 1 or None, got "
+                              f"{self.max_tokens!r}")
         if self.stop_at_move is not None and self.stop_at_move not in MOVE_SETTINGS:
             raise ConfigError(f"stop_at_move must be one of {MOVE_SETTINGS} or None, got "
                               f"{self.stop_at_move!r}")

@@ -246,7 +246,8 @@ class LlamaCppPolicy:
                 except PolicyError as e:
                     todo.extend(on_done(q, e))
                     continue
-                out.append(_Row(prompt, min(params.max_tokens, self._context - len(prompt)),
+                budget = params.max_tokens if q.max_tokens is None else q.max_tokens
+                out.append(_Row(prompt, min(budget, self._context - len(prompt)),
                                 derive_seed(q.seed, 0), q.stop_at_move, q.key, q))
             return out  # derive_seed(seed, 0): the draw of chat's row j = 0 for row seed ``seed``
 
