@@ -93,13 +93,32 @@ class FixedDocuments:
 
 
 class TimedPolicy:
-    """Delegates to a policy and adds up the wall time of its ``chat`` calls."""
+    """Delegates to a policy and adds up the wall time of its ``chat`` calls, and of its
+    ``stream`` less the time inside ``on_done`` (where the designer checks each reply), so
+    generation and checking stay apart when the designer streams."""
 
     def __init__(self, inner: Any) -> None:
         self.inner, self.seconds = inner, 0.0
 
     def __getattr__(self, name: str) -> Any:
+        if name == "stream" and callable(getattr(self.inner, "stream", None)):
+            return self._stream
         return getattr(self.inner, name)
+
+    def _stream(self, requests: Any, params: Any, on_done: Any, **kwargs: Any) -> None:
+        outside, t = 0.0, time.monotonic()
+
+        def timed(request: Any, result: Any) -> Any:
+            nonlocal outside
+            start = time.monotonic()
+            try:
+                return on_done(request, result)
+            finally:
+                outside += time.monotonic() - start
+        try:
+            self.inner.stream(requests, params, timed, **kwargs)
+        finally:
+            self.seconds += time.monotonic() - t - outside
 
     @property
     def context_length(self) -> int:
