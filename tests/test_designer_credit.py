@@ -154,3 +154,9 @@ def test_who_is_credited_and_who_never_trains():
     assert [trained_at_birth(x, "none") for x in (acc, rej, rep)] == [False, True, True]
     no_logprobs = DesignAttempt(0, 3, 0, "s", "games", None, msgs, "", (1,), (), (), "accepted")
     assert trained_at_birth(no_logprobs, "reward")
+
+
+def test_every_variant_the_config_accepts_has_its_function():
+    from spadework.designer.credit import VARIANT_REWARDS
+
+    assert tuple(VARIANT_REWARDS) == VARIANTS

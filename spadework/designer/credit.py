@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 import re
+import dataclasses
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,41 @@ _MODULE_PARTS = tuple(re.compile(p, re.MULTILINE) for p in (
 
 # -- what a valid environment's design earns ----------------------------------------------------
 
+def _blend(w: float, regret: float, rets: list[float], lp: LearningPotential | None,
+           c: RewardConfig) -> float:
+    return blend(w, regret, regret_scale=c.regret_scale, lo=c.lo, hi=c.hi, ramp=c.ramp,
+                 plateau_weight=c.plateau_weight, regret_weight=c.regret_weight, floor=c.floor)
+
+
+def _regret(w: float, regret: float, rets: list[float], lp: LearningPotential | None,
+            c: RewardConfig) -> float:
+    return max(0.0, check_finite(regret, "regret")) + _bonus(rets, c)
+
+
+def _learning_potential(w: float, regret: float, rets: list[float],
+                        lp: LearningPotential | None, c: RewardConfig) -> float:
+    if lp is None:
+        raise ValueError("variant 'learning_potential' needs lp (a LearningPotential state)")
+    return lp.potential + _bonus(rets, c)
+
+
+def _bonus(rets: list[float], c: RewardConfig) -> float:
+    return variance_reward(rets) if c.variance_bonus else 0.0
+
+
+#: Each designer reward variant as a pure function of (win rate, regret, unhinted returns,
+#: learning-potential tracker, RewardConfig): a new variant is one function and one entry here
+#: (and its name in :data:`spadework.reward.VARIANTS`); its settings are RewardConfig fields.
+VARIANT_REWARDS: dict[str, Callable[[float, float, list[float], LearningPotential | None,
+                                     RewardConfig], float]] = {
+    "blend": _blend,
+    "regret": _regret,
+    "solve_rate": lambda w, regret, rets, lp, c: plateau(w, c.lo, c.hi, c.ramp),
+    "learning_potential": _learning_potential,
+    "variance": lambda w, regret, rets, lp, c: variance_reward(rets),
+}
+
+
 def designer_reward(
     variant: Variant,
     *,
@@ -71,20 +107,14 @@ def designer_reward(
     returns: Sequence[float],
     lp: LearningPotential | None = None,
     step_timeout: bool = False,
-    timeout_reward: float = -0.5,
-    variance_bonus: bool = False,
-    plateau_weight: float = 0.6,
-    regret_weight: float = 0.4,
-    regret_scale: float = 0.15,
-    floor: bool = True,
-    lo: float = 0.4,
-    hi: float = 0.6,
-    ramp: float = 0.25,
+    cfg: RewardConfig | None = None,
+    **settings: Any,
 ) -> float:
-    """The raw (uncentred) reward of one valid environment's design sample.
+    """The raw (uncentred) reward of one valid environment's design sample, under ``cfg`` (the
+    defaults: ``RewardConfig()``) with any of its fields given as ``settings``.
 
     ``step_timeout`` (a step of the environment passed its deadline) gives ``timeout_reward`` for
-    every variant. Otherwise:
+    every variant. Otherwise (:data:`VARIANT_REWARDS`):
 
     - ``blend``: ``blend(win_rate, regret, ...)`` with the weights and band given.
     - ``regret``: ``max(0, regret)`` (the reference's regret_based variant floors it).
@@ -103,26 +133,16 @@ def designer_reward(
     >>> designer_reward("blend", win_rate=0.5, regret=0.3, returns=[0, 1], step_timeout=True)
     -0.5
     """
-    if variant not in VARIANTS:
+    if variant not in VARIANT_REWARDS:
         raise ValueError(f"unknown designer reward variant {variant!r}; choose one of {VARIANTS}")
+    c = cfg or RewardConfig()
+    if settings:
+        c = dataclasses.replace(c, **settings)
     if step_timeout:
-        return check_finite(timeout_reward, "timeout_reward")
+        return check_finite(c.timeout_reward, "timeout_reward")
     w = check_rate(win_rate)
     rets = check_values(returns, "returns")
-    if variant == "blend":
-        kw = dict(plateau_weight=plateau_weight, regret_weight=regret_weight, floor=floor)
-        return blend(w, regret, regret_scale=regret_scale, lo=lo, hi=hi, ramp=ramp, **kw)
-    if variant == "solve_rate":
-        return plateau(w, lo, hi, ramp)
-    if variant == "variance":
-        return variance_reward(rets)
-    if variant == "regret":
-        raw = max(0.0, check_finite(regret, "regret"))
-    else:
-        if lp is None:
-            raise ValueError("variant 'learning_potential' needs lp (a LearningPotential state)")
-        raw = lp.potential
-    return raw + (variance_reward(rets) if variance_bonus else 0.0)
+    return VARIANT_REWARDS[variant](w, regret, rets, lp, c)
 
 
 @dataclass(frozen=True)
@@ -151,10 +171,7 @@ def env_credit(outcome: EnvOutcome, cfg: RewardConfig, lp: LearningPotential | N
         tracker = tracker.update(outcome.win_rate)
     raw = designer_reward(
         cfg.variant, win_rate=outcome.win_rate, regret=outcome.regret, returns=outcome.returns,
-        lp=tracker, step_timeout=outcome.step_timeout, timeout_reward=cfg.timeout_reward,
-        variance_bonus=cfg.variance_bonus, plateau_weight=cfg.plateau_weight,
-        regret_weight=cfg.regret_weight, regret_scale=cfg.regret_scale, floor=cfg.floor,
-        lo=cfg.lo, hi=cfg.hi, ramp=cfg.ramp)
+        lp=tracker, step_timeout=outcome.step_timeout, cfg=cfg)
     return EnvCredit(outcome.env_id, raw, tracker)
 
 
