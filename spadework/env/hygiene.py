@@ -47,7 +47,7 @@ def _contains(seq: tuple[str, ...], sub: tuple[str, ...]) -> bool:
 
 
 def _task_names() -> tuple[str, ...]:
-    from spadework.evaluate.rg_tasks import hard_tasks
+    from spadework.rg_tasks import hard_tasks
 
     return tuple(t.name for t in hard_tasks()) + BENCHMARK_NAMES
 

@@ -2,7 +2,7 @@
 ``rg-default`` (the same tasks at reasoning-gym's default difficulty).
 
 Protocol, as the reference plays it: each task's dataset is ``create_dataset(name, size=500,
-seed=42, **config)``; episode ``k`` plays item :func:`~spadework.evaluate.rg_tasks.episode_items`
+seed=42, **config)``; episode ``k`` plays item :func:`~spadework.rg_tasks.episode_items`
 ``[k]``; the prompt is the item's question followed by the reference's answer instruction (the
 sentence its math evaluation appends; the facts file gives no other wording for reasoning-gym);
 the answer is the last ``<answer>...</answer>`` of the reply, else its last complete
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from spadework.env.actions import extract_boxed, parse_answer, strip_thinking
 from spadework.evaluate.items import EvalItem, Sample, Scored
 from spadework.evaluate.judge import JudgeError, JudgeTimeout
-from spadework.evaluate.rg_tasks import BUCKETS, RGTask, disjoint_tasks, episode_items, hard_tasks
+from spadework.rg_tasks import BUCKETS, RGTask, disjoint_tasks, episode_items, hard_tasks
 from spadework.evaluate.suite import RunContext, play_single_turn
 
 #: The reference's answer instruction (appended to every benchmark question, after a newline).

@@ -73,7 +73,7 @@ def evaluate(policy: Any, suite: str | Any, out_dir: str | Path, *, preset: str 
         if own_judge:
             judge.close()
     from spadework.evaluate.rg import RGSuite
-    from spadework.evaluate.rg_tasks import disjoint_tasks
+    from spadework.rg_tasks import disjoint_tasks
 
     disjoint = disjoint_tasks() if isinstance(suite_obj, RGSuite) and suite_obj.only is None else None
     summary = {

@@ -12,7 +12,7 @@ from spadework.env.actions import format_answer, format_boxed
 from spadework.evaluate.judge import Judge
 from spadework.evaluate.presets import SuiteSettings, preset_settings
 from spadework.evaluate.rg import RGSuite, extract_answer, prompt_of
-from spadework.evaluate.rg_tasks import (
+from spadework.rg_tasks import (
     BUCKETS,
     disjoint_tasks,
     episode_items,

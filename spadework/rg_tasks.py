@@ -12,7 +12,10 @@ reasoning-gym's config classes; everything else is passed as written. The table 
 reference's (from its paper's appendix A.3), for ``reasoning-gym==0.1.25`` (the reference likely
 used 0.1.23, whose generators differ for about ten tasks: we pin and record the version).
 
-Pure data and pure functions: nothing here imports reasoning-gym (the judge worker does).
+Pure data and pure functions: nothing here imports reasoning-gym (the judge worker does). It
+sits below both its users: the ``rg-hard`` suite (:mod:`spadework.evaluate.rg`) and the
+benchmark-name hygiene the designer applies to every design (:mod:`spadework.env.hygiene`),
+so training does not import the evaluation package.
 """
 
 from __future__ import annotations
