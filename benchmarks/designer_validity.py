@@ -25,7 +25,7 @@ whether the difference is more than chance (the same seeds make the two runs pai
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/designer_validity.py
        --model qwen2.5-coder-0.5b-instruct [--docs tune|heldout] [--n 40] [--backend llamacpp]
        [--max-tokens 1024] [--repair-turns 0] [--temperature 0.6] [--max-turns 4] [--seed 0]
-       [--weights bf16|f16|q8_0|gguf] [--plan]
+       [--weights bf16|f16|q8_0|gguf] [--plan] [--no-example]
        [--batch 8] [--archive-dir DIR (keep the archive, to read the replies)]
        [--start-slot K (continue a killed run in --archive-dir)]
 """
@@ -341,6 +341,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--plan", action="store_true",
                     help="ask each fresh design for its game in three lines first "
                          "(DesignConfig.plan)")
+    ap.add_argument("--no-example", action="store_true",
+                    help="show fresh designs no example module (DesignConfig.example = False)")
     ap.add_argument("--docs", default="tune", choices=DOC_SETS)
     ap.add_argument("--n", type=int, default=40, help="design slots (one fresh attempt each)")
     ap.add_argument("--batch", type=int, default=8, help="slots per design call")
@@ -372,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     overrides = {"max_tokens": args.max_tokens, "repair_turns": args.repair_turns,
                  "temperature": args.temperature, "corpus_words": args.corpus_words,
-                 "plan": args.plan or None}
+                 "plan": args.plan or None, "example": False if args.no_example else None}
     cfg = DesignConfig(setting=args.setting, attempts_per_slot=1,
                        **{k: v for k, v in overrides.items() if v is not None})
     max_turns = args.max_turns or preset("cpu").play.max_turns

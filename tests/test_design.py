@@ -376,3 +376,18 @@ def test_tool_use_designs_are_not_planned(sb, archive):
                                                  setting="tool-use"),
         skills=skills_for("tool-use"))
     assert len(policy.calls) == 1 and not policy.calls[0][0].messages[-1]["content"].endswith(PLAN_ASK)
+
+
+def test_a_design_can_be_shown_no_example_module(sb, archive):
+    """``DesignConfig.example = False``: a fresh games prompt without the example module (the
+    guide and the contract only), planned or not."""
+    from spadework.designer.examples import GAMES_EXAMPLE
+    from spadework.designer.prompts import AFTER_PLAN, EXAMPLE_INTRO
+
+    for plan in (False, True):
+        policy = ScriptedPolicy([["no code"]] * 2)
+        run(policy, sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1, example=False, plan=plan),
+            iteration=int(plan))
+        text = policy.calls[-1][0].messages[-1]["content"]
+        assert EXAMPLE_INTRO not in text and "CompoundInterestEnv" not in text
+        assert GAMES_EXAMPLE.splitlines()[3] not in text and (AFTER_PLAN in text) == plan

@@ -387,19 +387,21 @@ PLAN_ASK = (
 
 #: How the module turn after a plan asks (it replaces :data:`PLAN`).
 AFTER_PLAN = (
-    "Now write the module for the game you planned, in the example's structure: a new class "
-    "name; setup() draws your Values from rng and sets self.answer with your Answer "
-    "expression; task() asks your Question and shows every value. Do not reuse the example's "
-    "values, question or computation.")
+    "Now write the GameEnv module for the game you planned: a new class name; setup() draws "
+    "your Values from rng and sets self.answer with your Answer expression; task() asks your "
+    "Question and shows every value. Do not reuse any example's values, question or "
+    "computation.")
 
 
 def plan_messages(document: str, skill: Skill, difficulty: str = "medium") -> list[dict[str, str]]:
     """The plan turn of a fresh games design (``DesignConfig.plan``): the document and the skill,
     and a request for the game in three lines (values, question, answer expression) before any
-    code. Measured first on cpu-qwen's designer (``benchmarks/designer_validity.py``): the 1.5B
-    kept the example module's setup and computation and changed only its words (3 of the first
-    6 held-out attempts near-copies of it, one more a new question over the example's answer);
-    a game it has stated in its own words first is what the module turn asks it to code.
+    code. Why: the 1.5B designer keeps the example module's setup and computation and changes
+    only its words. Measured (docs/results.md, "A plan turn, and no example"): its plans are on
+    topic, but its module after one is still the example module (5 of 8 held-out slots copied
+    it, as without a plan; 0 of 8 accepted either way), and with no example it copies nothing
+    but its modules do not load (0 of 8). Off by default; kept for larger designers and for
+    measuring.
 
     >>> from spadework.skills import skill_named
     >>> m = plan_messages("Tides rise twice a day.", skill_named("causal inference"))
@@ -426,7 +428,8 @@ def after_plan(planned: Sequence[dict[str, str]], plan: str,
                design: Sequence[dict[str, str]]) -> list[dict[str, str]]:
     """The module turn after a plan: the plan conversation, its reply, then the design prompt
     ``design`` (:func:`build_design_prompt`) without its document (the plan turn showed it) and
-    with :data:`AFTER_PLAN` in place of :data:`PLAN`.
+    with :data:`AFTER_PLAN` in place of its lead (:data:`PLAN`, or :data:`CONCEPT` when it
+    shows no example).
 
     >>> from spadework.skills import skill_named
     >>> sk = skill_named("causal inference")
@@ -439,7 +442,7 @@ def after_plan(planned: Sequence[dict[str, str]], plan: str,
     start, end = text.find("Read the document, pick one concept"), text.find("</document>")
     if start >= 0 and end > start:
         text = text[:start] + text[end + len("</document>"):].lstrip("\n")
-    text = text.replace(PLAN, AFTER_PLAN, 1)
+    text = text.replace(PLAN, AFTER_PLAN, 1) if PLAN in text else text.replace(CONCEPT, AFTER_PLAN, 1)
     return [*planned, {"role": "assistant", "content": plan.strip() or "(no plan)"},
             {"role": "user", "content": text}]
 

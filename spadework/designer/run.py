@@ -104,7 +104,9 @@ class DesignConfig:
     (at most ``PLAN_TOKENS``), for its game in three lines (the values drawn, the question, the
     answer as an expression; :func:`~spadework.designer.prompts.plan_messages`), then for the
     module of that game in the same conversation (mutations are not planned; the plan turn is
-    not an attempt and is not trained). How many instances solution() must win is the checker's
+    not an attempt and is not trained); ``example``: show a fresh games design the complete
+    example module (:data:`~spadework.designer.examples.GAMES_EXAMPLE`) when memory has no
+    archived design to show (False: the guide and the contract only). How many instances solution() must win is the checker's
     (``CheckConfig.solvable_seeds``), not a second setting here.
     """
 
@@ -126,6 +128,7 @@ class DesignConfig:
     repair: str = "chat"
     continuous: bool = True
     plan: bool = False
+    example: bool = True
 
     @property
     def example_chars(self) -> int:
@@ -355,7 +358,7 @@ class DesignRun:
         text = truncate_words(doc.text, cfg.corpus_words)
         positives, negatives, pos_ids = self._memory_for(s.skill)
         budget = (self.policy.context_length - cfg.max_tokens) * CHARS_PER_TOKEN
-        fallback = GAMES_EXAMPLE if cfg.setting == "games" else None
+        fallback = GAMES_EXAMPLE if cfg.setting == "games" and cfg.example else None
         while True:  # drop positives (the longest part), then the example, until the prompt fits
             example = None if positives else fallback
             msgs = build_design_prompt(text, s.skill, difficulty=cfg.difficulty, memory=positives,
