@@ -106,8 +106,9 @@ class DesignConfig:
     module of that game in the same conversation (mutations are not planned; the plan turn is
     not an attempt and is not trained); ``example``: show a fresh games design the complete
     example module (:data:`~spadework.designer.examples.GAMES_EXAMPLE`) when memory has no
-    archived design to show (False: the guide and the contract only). How many instances solution() must win is the checker's
-    (``CheckConfig.solvable_seeds``), not a second setting here.
+    archived design to show (False: the guide and the contract only). How many instances
+    solution() must win is the checker's (``CheckConfig.solvable_seeds``), not a second setting
+    here.
     """
 
     setting: str = "games"
