@@ -384,10 +384,15 @@ def test_a_design_can_be_shown_no_example_module(sb, archive):
     from spadework.designer.examples import GAMES_EXAMPLE
     from spadework.designer.prompts import AFTER_PLAN, EXAMPLE_INTRO
 
+    body = "self.deposit = rng.randint(1, 9) * 100"
+    assert body in GAMES_EXAMPLE
+    shown = ScriptedPolicy([["no code"]])
+    run(shown, sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1), iteration=2)
+    assert body in shown.calls[-1][0].messages[-1]["content"]
     for plan in (False, True):
         policy = ScriptedPolicy([["no code"]] * 2)
         run(policy, sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1, example=False, plan=plan),
             iteration=int(plan))
         text = policy.calls[-1][0].messages[-1]["content"]
         assert EXAMPLE_INTRO not in text and "CompoundInterestEnv" not in text
-        assert GAMES_EXAMPLE.splitlines()[3] not in text and (AFTER_PLAN in text) == plan
+        assert body not in text and (AFTER_PLAN in text) == plan
