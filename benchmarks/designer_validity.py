@@ -50,6 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spadework.metrics import wilson  # noqa: E402  (the one Wilson interval; benchmarks import it)
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import timed_stream  # noqa: E402  (this folder's helpers)
+
 #: The two document sets: alternate positions of one seeded permutation of the corpus.
 DOC_SETS = ("tune", "heldout")
 #: The reply screen's outcome split by why: a reply cut at max_tokens is the commonest failure of
@@ -106,19 +109,9 @@ class TimedPolicy:
         return getattr(self.inner, name)
 
     def _stream(self, requests: Any, params: Any, on_done: Any, **kwargs: Any) -> None:
-        outside, t = 0.0, time.monotonic()
-
-        def timed(request: Any, result: Any) -> Any:
-            nonlocal outside
-            start = time.monotonic()
-            try:
-                return on_done(request, result)
-            finally:
-                outside += time.monotonic() - start
-        try:
-            self.inner.stream(requests, params, timed, **kwargs)
-        finally:
-            self.seconds += time.monotonic() - t - outside
+        def record(seconds: float) -> None:
+            self.seconds += seconds
+        timed_stream(self.inner, requests, params, on_done, record, **kwargs)
 
     @property
     def context_length(self) -> int:

@@ -45,6 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _memory import peak_rss_mib, rss_mib  # noqa: E402  (this folder is on sys.path as a script)
+from _timing import timed_stream  # noqa: E402
 
 
 ENGINE_COUNTERS = ("prefilled_tokens", "reused_tokens", "decode_steps", "sampled_rows")
@@ -92,25 +93,20 @@ class TimedPolicy:
         checks, which chat calls leave outside), its replies counted as chat counts rows."""
         from collections import Counter
 
-        c, t = self.clock, time.monotonic()
+        c = self.clock
         before = {k: getattr(self.inner, k, 0) for k in ENGINE_COUNTERS}
         counts = c.counts.setdefault(c.stage, Counter())
-        outside = 0.0
 
-        def timed(request, result):
-            nonlocal outside
+        def seen(request, result):
             if hasattr(result, "output_ids"):
                 c.tokens[c.stage] = c.tokens.get(c.stage, 0) + len(result.output_ids)
                 counts.update(rows=1, prompt_tokens=len(result.prompt_ids))
-            start = time.monotonic()
-            try:
-                return on_done(request, result)
-            finally:
-                outside += time.monotonic() - start
+
+        def record(seconds):
+            c.seconds[c.stage] = c.seconds.get(c.stage, 0.0) + seconds
         try:
-            self.inner.stream(requests, params, timed, **kwargs)
+            timed_stream(self.inner, requests, params, on_done, record, seen, **kwargs)
         finally:
-            c.seconds[c.stage] = c.seconds.get(c.stage, 0.0) + time.monotonic() - t - outside
             counts.update(calls=1, **{k: getattr(self.inner, k, 0) - before[k] for k in ENGINE_COUNTERS})
 
     @property

@@ -322,7 +322,7 @@ def test_a_planned_design_asks_for_its_game_first_then_its_module(sb, archive):
     the plan's reply, and chat and the stream ask the same turns with the same seeds."""
     from scripted_policy import StreamingScriptedPolicy
 
-    from spadework.designer.prompts import AFTER_PLAN, PLAN_ASK, PLAN_TOKENS
+    from spadework.designer.plan import AFTER_PLAN, PLAN_ASK, PLAN_TOKENS
 
     asked = []
 
@@ -369,7 +369,7 @@ def test_a_planned_design_asks_for_its_game_first_then_its_module(sb, archive):
 
 def test_tool_use_designs_are_not_planned(sb, archive):
     """The plan asks for a game's values and answer: tool-use designs go straight to code."""
-    from spadework.designer.prompts import PLAN_ASK
+    from spadework.designer.plan import PLAN_ASK
 
     policy = ScriptedPolicy([["no code"]])
     run(policy, sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1, plan=True,
@@ -382,7 +382,8 @@ def test_a_design_can_be_shown_no_example_module(sb, archive):
     """``DesignConfig.example = False``: a fresh games prompt without the example module (the
     guide and the contract only), planned or not."""
     from spadework.designer.examples import GAMES_EXAMPLE
-    from spadework.designer.prompts import AFTER_PLAN, EXAMPLE_INTRO
+    from spadework.designer.plan import AFTER_PLAN
+    from spadework.designer.prompts import EXAMPLE_INTRO
 
     body = "self.deposit = rng.randint(1, 9) * 100"
     assert body in GAMES_EXAMPLE

@@ -33,7 +33,8 @@ from typing import Any
 
 from spadework.archive.records import ACCEPTED, DesignAttempt
 from spadework.designer.judge import VALIDATION_ORDER
-from spadework.designer.prompts import PLAN_ASK, REPAIR_MARK
+from spadework.designer.plan import PLAN_ASK
+from spadework.designer.prompts import REPAIR_MARK
 from spadework.metrics import EnvOutcome
 from spadework.reward import (
     VARIANTS,

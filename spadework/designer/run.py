@@ -44,17 +44,15 @@ from spadework.designer.judge import Judgement, judge_reply
 from spadework.designer.parents import Parent, choose_parent, wants_mutation
 from spadework.designer.prompts import (
     DIFFICULTIES,
-    PLAN_TOKENS,
     SETTING_RULES,
     MemoryExample,
-    after_plan,
     build_design_prompt,
     build_mutation_prompt,
     feedback_section,
     fresh_repair_messages,
-    plan_messages,
     repair_messages,
 )
+from spadework.designer.plan import PLAN_TOKENS, after_plan, plan_messages
 from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
 from spadework.policy.base import streams
@@ -102,7 +100,7 @@ class DesignConfig:
     repair's prompt, the attempt's conversation plus the verdict, is served from the slot's
     cached cells); ``plan``: a fresh games design is asked first, in a short turn of its own
     (at most ``PLAN_TOKENS``), for its game in three lines (the values drawn, the question, the
-    answer as an expression; :func:`~spadework.designer.prompts.plan_messages`), then for the
+    answer as an expression; :func:`~spadework.designer.plan.plan_messages`), then for the
     module of that game in the same conversation (mutations are not planned; the plan turn is
     not an attempt and is not trained); ``example``: show a fresh games design the complete
     example module (:data:`~spadework.designer.examples.GAMES_EXAMPLE`) when memory has no
@@ -245,7 +243,7 @@ class _Request:
     document: GroundingDocument | None = None
     design: tuple[dict[str, str], ...] | None = None
     """Set on a plan turn (``messages`` is the plan's conversation): the design prompt whose
-    module turn follows the plan's reply (:func:`~spadework.designer.prompts.after_plan`)."""
+    module turn follows the plan's reply (:func:`~spadework.designer.plan.after_plan`)."""
 
     def planned(self, plan: str) -> _Request:
         """The module turn of this plan turn, given the plan's reply."""
