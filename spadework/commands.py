@@ -1,6 +1,6 @@
 """What the command line runs that needs a model: load it, open the run's archive and sandbox,
-call one library function. Kept beside ``cli.py`` so that the library below never loads a model
-on its own initiative, and every check that needs no model runs before one is loaded.
+call one library function. Kept beside ``spadework.cli`` so that the library below never loads a
+model on its own initiative, and every check that needs no model runs before one is loaded.
 """
 
 from __future__ import annotations

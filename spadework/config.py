@@ -1,6 +1,6 @@
 """Configuration: small, nested, validated once at the edge.
 
-Only this module, ``paths.py`` and ``cli.py`` read ``os.environ``. Each section's config class
+Only this module, ``paths.py`` and the ``spadework.cli`` package read ``os.environ``. Each section's config class
 lives with its stage (``DesignConfig`` with the designer, ``PlayConfig`` with the rollout,
 ``RewardConfig`` with the rewards, ``CurriculumConfig``, ``TrainConfig`` with the learner) and is
 a frozen dataclass whose ``__post_init__`` says what to set when a value is wrong; this module

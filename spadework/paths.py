@@ -1,7 +1,7 @@
 """Where spadework keeps its caches: a leaf module that anything may import.
 
 It reads one environment variable, ``SPADEWORK_HOME``, and nothing else; with ``config.py`` and
-``cli.py`` it is the only module that reads the process environment.
+the ``spadework.cli`` package it is the only module that reads the process environment.
 """
 
 from __future__ import annotations

@@ -136,3 +136,31 @@ def report_markdown(summary: Mapping[str, Any]) -> str:
               "(every status but ok is counted as a loss).", "",
               "CIs: percentile bootstrap over items (2000 replicates); buckets stratified by task."]
     return "\n".join(lines) + "\n"
+
+
+def summary_lines(summary: Mapping[str, Any], out: Path) -> list[str]:
+    """The closing lines of ``spadework eval``: a row per scope (overall, each bucket, the
+    disjoint figure) with its score and 95% CI, then the statuses, seconds and output folder.
+
+    >>> b = {"score": 0.25, "ci95": [0.1, 0.4], "items": 4, "samples": 8}
+    >>> s = {"suite": "math", "wall_seconds": 3.2, "metrics": {"overall": b,
+    ...      "buckets": {"easy": b}, "statuses": {"ok": 8}}}
+    >>> print("\\n".join(summary_lines(s, Path("eval"))))
+    overall   25.0%  95% CI [10.0, 40.0]  (4 items, 8 samples)
+    easy      25.0%  95% CI [10.0, 40.0]  (4 items, 8 samples)
+    statuses: {'ok': 8}; 3 s; eval/math
+    """
+    m = summary["metrics"]
+    rows = [("overall", m["overall"]), *m["buckets"].items(),
+            *([("disjoint", m["disjoint"])] if "disjoint" in m else [])]
+    width = max(len(name) for name, _ in rows)
+    lines = []
+    for name, b in rows:
+        lo, hi = b["ci95"]
+        exact = (f" exact [{100 * b['exact95'][0]:.1f}, {100 * b['exact95'][1]:.1f}]"
+                 if "exact95" in b else "")
+        lines.append(f"{name:<{width}}  {100 * b['score']:5.1f}%  95% CI [{100 * lo:.1f}, "
+                     f"{100 * hi:.1f}]{exact}  ({b['items']} items, {b['samples']} samples)")
+    lines.append(f"statuses: {m['statuses']}; {summary['wall_seconds']:.0f} s; "
+                 f"{out / summary['suite']}")
+    return lines

@@ -1,0 +1,71 @@
+"""The root command, its shared choices and its one error rule; every command module adds to
+:data:`app`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import Enum
+
+import typer
+
+import spadework
+from spadework.errors import SpadeworkError
+
+app = typer.Typer(
+    name="spadework",
+    help="SPADE self-play: design executable environments, play them, learn from both.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: a flag shows no metavar (rich help printed "<bool>")
+)
+
+
+# Choices the command line offers (typer lists them in --help and refuses others with exit 2).
+_Status = Enum("_Status", {"accepted": "accepted", "rejected": "rejected"}, type=str)
+_Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet", "hf": "hf"}, type=str)
+_Preset = Enum("_Preset", {p: p for p in ("smoke", "cpu", "cpu-qwen", "paper-4b", "paper-30b")},
+               type=str)
+_Backend = Enum("_Backend", {b: b for b in ("llamacpp", "hf")}, type=str)
+
+
+@contextmanager
+def _reported(*kinds: type[SpadeworkError]) -> Iterator[None]:
+    """An expected error of ``kinds`` becomes one line on stderr and exit status 1."""
+    try:
+        yield
+    except kinds as e:
+        typer.echo(f"error: {e.reason}", err=True)
+        raise typer.Exit(1) from e
+
+
+def _factory(spec: str | None) -> Callable[..., object] | None:
+    """The hidden ``--policy MODULE:FACTORY`` option (tests only): the named callable, which
+    returns a Policy; a :class:`~spadework.errors.ConfigError` when it cannot be imported."""
+    if not spec:
+        return None
+    import importlib
+
+    from spadework.errors import ConfigError
+
+    mod, _, fn = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(mod), fn)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise ConfigError(f"--policy {spec}: {e}") from e
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"spadework {spadework.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """SPADE self-play: design executable environments, play them, learn from both."""
