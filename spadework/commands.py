@@ -26,7 +26,7 @@ def design_into_run_dir(run_dir: str | Path, *, n: int, cfg: DesignConfig, max_t
     """``spadework design``: load the model, the default corpus and a sandbox, design ``n``
     slots into ``run_dir/archive.sqlite`` as the iteration after the last one designed there,
     checked under the turn limit ``max_turns`` they are meant to be played with, and summarise."""
-    from spadework.archive import Archive, archive_path
+    from spadework.archive import Archive, archive_path, views
     from spadework.default_corpus import load_default_corpus
     from spadework.designer.run import design_environments, summarize
     from spadework.env.checker import CheckConfig
@@ -38,8 +38,8 @@ def design_into_run_dir(run_dir: str | Path, *, n: int, cfg: DesignConfig, max_t
     policy = load_hf_policy(model, device=device)
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     with Archive.open(archive_path(run_dir)) as archive, Sandbox(Limits()) as sandbox:
-        last = archive.query("SELECT MAX(iteration) AS m FROM attempts")[0]["m"]
-        iteration = 0 if last is None else int(last) + 1
+        last = views.last_attempt_iteration(archive)
+        iteration = 0 if last is None else last + 1
         start = time.monotonic()
         results = design_environments(policy, sandbox, archive, corpus, n=n, iteration=iteration,
                                       run_seed=seed, skills=skills_for(cfg.setting), cfg=cfg,

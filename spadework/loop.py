@@ -40,7 +40,7 @@ from typing import Any
 
 from spadework import curriculum as cur
 from spadework import metrics as M
-from spadework.archive import Archive, archive_path
+from spadework.archive import Archive, archive_path, views
 from spadework.config import RunConfig
 from spadework.corpus import Corpus
 from spadework.errors import ConfigError, PolicyError
@@ -397,8 +397,7 @@ def _plan(archive: Archive, prog: Mapping[str, Any]) -> Plan:
 def uses_math_verify(archive: Archive) -> bool:
     """Whether accepted environments import math_verify (imported reference games may): the
     sandbox preloads it only then."""
-    return bool(archive.query("SELECT 1 FROM envs WHERE status = 'accepted' AND "
-                              "code LIKE '%math_verify%' LIMIT 1"))
+    return views.accepted_code_mentions(archive, "math_verify")
 
 
 def write_metrics_file(archive: Archive, run_dir: Path) -> Path:

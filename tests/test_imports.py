@@ -86,3 +86,16 @@ def test_training_does_not_import_evaluation():
 def test_leaf_modules_import_nothing_of_the_package():
     for leaf in ("spadework.wheels", "spadework.errors", "spadework.seeding"):
         assert imports(leaf, top_level_only=False) == set(), leaf
+
+
+def test_sql_is_written_only_inside_the_archive_package():
+    """The schema does not leak: outside ``spadework/archive/`` nothing calls ``.query(`` or
+    holds a SQL statement; the report, the loop and the commands read through
+    :mod:`spadework.archive.views`."""
+    import re
+
+    sql = re.compile(r"\.query\(|\b(SELECT|INSERT INTO|DELETE FROM|UPDATE \w+ SET)\b")
+    leaks = [f"{path.relative_to(PACKAGE.parent)}:{k}" for name, path in MODULES.items()
+             if not name.startswith("spadework.archive") and not name.startswith("spadework.library")
+             for k, line in enumerate(path.read_text().splitlines(), 1) if sql.search(line)]
+    assert leaks == []

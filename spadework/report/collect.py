@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spadework.archive import Archive, archive_path
+from spadework.archive import Archive, archive_path, views
 from spadework.errors import ArchiveError
 from spadework.report.episodes import chosen_episodes, episode_heads, episodes_view
 
@@ -61,15 +61,11 @@ def open_run(run_dir: str | Path) -> Archive:
 def collect(archive: Archive, run_dir: str | Path) -> RunData:
     """Read the run's metrics, environment table, win rates and design funnel."""
     metrics = [{"iteration": r.iteration, **r.metrics} for r in archive.iterations()]
-    stats = {r["env_id"]: r for r in archive.query("SELECT * FROM env_stats")}
-    children: dict[str, int] = defaultdict(int)
-    for r in archive.query("SELECT parent_id FROM envs WHERE parent_id IS NOT NULL"):
-        children[r[0]] += 1
-    episodes = {r[0]: r[1] for r in archive.query(
-        "SELECT env_id, count(*) FROM episodes GROUP BY env_id")}
+    stats = views.all_env_stats(archive)
+    children = views.children_counts(archive)
+    episodes = views.episode_counts(archive)
     rows = []
-    for r in archive.query("SELECT env_id, class_name, name, setting, skill, origin, iteration, status, "
-                           "failed_stage, parent_id, benchmarks FROM envs ORDER BY iteration, created_at, env_id"):
+    for r in views.env_table(archive):
         s = stats.get(r["env_id"])
         rows.append({
             "id": r["env_id"], "cls": r["class_name"], "name": r["name"] or "", "setting": r["setting"],
@@ -81,14 +77,12 @@ def collect(archive: Archive, run_dir: str | Path) -> RunData:
             "children": children.get(r["env_id"], 0), "episodes": episodes.get(r["env_id"], 0),
             "bench": r["benchmarks"],
         })
-    win_rates = [(r[0], r[1], r[2]) for r in archive.query(
-        "SELECT iteration, env_id, win_rate FROM env_plays ORDER BY iteration, env_id")]
+    win_rates = views.win_rates(archive)
     by_it: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     by_skill: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for r in archive.query("SELECT iteration, skill, outcome, count(*) FROM attempts "
-                           "GROUP BY iteration, skill, outcome"):
-        by_it[r[0]][r[2]] += r[3]
-        by_skill[r[1] or "(none)"][r[2]] += r[3]
+    for it, skill, outcome, k in views.attempt_counts(archive):
+        by_it[it][outcome] += k
+        by_skill[skill or "(none)"][outcome] += k
     config = archive.load_state("config") or {}
     return RunData(Path(run_dir), config, metrics, rows, win_rates,
                    {k: dict(v) for k, v in sorted(by_it.items())},
@@ -131,7 +125,7 @@ def env_detail(archive: Archive, env_id: str, *, k: int | None,
     lineage, grounding document, play history, the designer attempts that wrote it, and its
     episodes (at most ``k`` chosen by :func:`chosen_episodes`; all when ``k`` is None).
     ``children`` (:func:`children_of`) saves a scan per page when building many."""
-    (r,) = archive.query("SELECT * FROM envs WHERE env_id = ?", (env_id,)) or [None]
+    r = views.env_row(archive, env_id)
     if r is None:
         raise ArchiveError(f"no environment {env_id[:12]} in the archive")
     report = json.loads(r["report"]) if r["report"] else None
@@ -140,15 +134,10 @@ def env_detail(archive: Archive, env_id: str, *, k: int | None,
         d = archive.document(r["doc_id"])
         doc = ({"id": d.doc_id, "title": d.title, "text": d.text, "stored": True} if d else
                {"id": r["doc_id"], "title": None, "text": r["doc_excerpt"] or "", "stored": False})
-    history = [dict(h) for h in archive.query(
-        "SELECT iteration, plays, wins, win_rate, regret FROM env_plays WHERE env_id = ? ORDER BY iteration",
-        (env_id,))]
-    attempts = [dict(a) for a in archive.query(
-        "SELECT iteration, slot, attempt, outcome, reason, reward, finish_reason, trained_iteration "
-        "FROM attempts WHERE env_id = ? ORDER BY iteration, slot, attempt", (env_id,))]
-    kids = children.get(env_id, []) if children is not None else [dict(c) for c in archive.query(
-        "SELECT env_id AS id, class_name AS cls, status FROM envs WHERE parent_id = ? "
-        "ORDER BY iteration, created_at, env_id", (env_id,))]
+    history = views.play_history(archive, env_id)
+    attempts = views.env_attempts(archive, env_id)
+    kids = (children.get(env_id, []) if children is not None
+            else views.children(archive, env_id))
     heads = episode_heads(archive, env_id)
     chosen = heads if k is None else chosen_episodes(heads, k)
     return {

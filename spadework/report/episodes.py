@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spadework.archive import Archive
+from spadework.archive import Archive, views
 from spadework.archive.records import unpack_floats
 from spadework.reward import episode_return
 
@@ -23,8 +23,7 @@ ARMS = ("hint", "no_hint")
 def episode_heads(archive: Archive, env_id: str) -> list[dict[str, Any]]:
     """Every episode of ``env_id`` without its turns: key, seed, return, status, opening."""
     out = []
-    for r in archive.query("SELECT iteration, arm, play_index, seed, rewards, terminated, status, "
-                           "error, n_turns, opening FROM episodes WHERE env_id = ?", (env_id,)):
+    for r in views.episode_heads(archive, env_id):
         out.append({"env_id": env_id, "iteration": r["iteration"], "arm": r["arm"],
                     "play_index": r["play_index"], "seed": r["seed"],
                     "return": episode_return(unpack_floats(r["rewards"]), bool(r["terminated"])),
@@ -70,9 +69,7 @@ def episodes_view(archive: Archive, chosen: Sequence[dict[str, Any]]) -> list[di
         if not chosen:
             break
         env_id = chosen[0]["env_id"]
-        for t in archive.query("SELECT arm, play_index, turn_index, text, action, observation, reward, "
-                               "finish_reason, parsed FROM turns WHERE iteration = ? AND env_id = ? "
-                               "ORDER BY arm, play_index, turn_index", (it, env_id)):
+        for t in views.episode_turns(archive, it, env_id):
             turns.setdefault((it, t["arm"], t["play_index"]), []).append(
                 {"text": t["text"], "action": t["action"], "obs": t["observation"],
                  "reward": t["reward"], "finish": t["finish_reason"], "parsed": bool(t["parsed"])})

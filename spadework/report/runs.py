@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spadework.archive import views
 from spadework.archive.records import unpack_floats
 from spadework.metrics import band_share, stats
 from spadework.report.charts import metric
@@ -163,20 +164,15 @@ def run_figures(run_dir: str | Path) -> RunFigures:
     with open_run(run_dir) as archive:
         metrics = {r.iteration: r.metrics for r in archive.iterations()}
         played: dict[int, list[Any]] = defaultdict(list)
-        for r in archive.query("SELECT p.env_id, p.iteration, p.plays, p.wins, p.win_rate, p.regret, "
-                               "p.level, e.origin FROM env_plays p JOIN envs e USING (env_id)"):
+        for r in views.plays_with_origin(archive):
             played[r["iteration"]].append(r)
         designs: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-        for r in archive.query("SELECT iteration, outcome = 'accepted', count(*) FROM attempts "
-                               "GROUP BY iteration, outcome = 'accepted'"):
-            designs[r[0]][0 if r[1] else 1] += r[2]
+        for it, _, outcome, k in views.attempt_counts(archive):
+            designs[it][0 if outcome == "accepted" else 1] += k
         hinted: dict[int, list[float]] = defaultdict(list)
-        for r in archive.query("SELECT iteration, rewards, terminated FROM episodes "
-                               "WHERE arm = 'hint'"):
-            hinted[r[0]].append(episode_return(unpack_floats(r[1]), bool(r[2])))
-        cut = {r[0]: r[1] for r in archive.query(
-            "SELECT iteration, avg(finish_reason = 'length') FROM turns WHERE arm = 'no_hint' "
-            "GROUP BY iteration")}
+        for it, rewards, terminated in views.hinted_rewards(archive):
+            hinted[it].append(episode_return(unpack_floats(rewards), terminated))
+        cut = views.unhinted_length_cut_share(archive)
         config = archive.load_state("config") or {}
         progress = archive.load_state("progress")
         notes = (archive.note,) if archive.note else ()

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from spadework.archive import views
 from spadework.errors import ArchiveError
 from spadework.report.collect import collect, env_detail, open_run
 from spadework.report.page import render
@@ -29,8 +30,8 @@ HOST = "127.0.0.1"
 def archive_version(run_dir: Path) -> str:
     """A token that changes when the run records an iteration or archives an environment."""
     with open_run(run_dir) as a:
-        n, last = a.query("SELECT count(*), max(recorded_at) FROM iterations")[0]
-        envs = a.query("SELECT count(*) FROM envs")[0][0]
+        n, last = views.iteration_mark(a)
+        envs = views.env_count(a)
     return f"{n}:{last}:{envs}"
 
 
