@@ -181,152 +181,24 @@ class RunConfig:
         return self.design.setting
 
 
-def _smoke() -> RunConfig:
-    """Minutes on a CPU: 2 iterations, 2 environments, 2 plays per arm, short replies."""
-    return RunConfig(
-        preset="smoke", iterations=2, plays=2, train=False, checkpoint_every=1,
-        design=DesignConfig(attempts_per_slot=1, max_tokens=192, corpus_words=120,
-                            memory_positives=1, memory_negatives=0),
-        play=PlayConfig(max_turns=3, max_tokens=48, context_tokens=2048, temperature=0.7),
-        curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=1, skills_per_regen=1,
-                                    pool_size=2),
-        learner=TrainConfig(micro_batch_size=2),
-    )
-
-
-def _cpu() -> RunConfig:
-    """The default: real self-play training of both roles with the default model on a CPU, sized
-    for about 20 minutes on two cores, setup not counted (3 iterations of 3 environments x 2 arms
-    x 4 plays, 4 turns of 48 tokens; 6 designs of up to 512 tokens, 3 per skill, at iterations 0
-    and 2), sampled by llama.cpp with each update synced in. On the transformers backend the same
-    20 minutes held 3 plays and 4 designs per regeneration, and the agent's groups mostly scored
-    alike (no agent update); the time llama.cpp saves (``benchmarks/iteration.py``: an iteration
-    2.5x faster) goes to the extra plays and designs and to the agent samples they make
-    trainable. ``docs/results.md`` ("Measured") has its time, memory and outcome.
-
-    Shaping is on, because the 135M default model almost never wins a starter game nor writes a
-    whole environment: without it every group scores alike and no update happens. The agent's
-    advantages see a bonus of 0.2 x its share of well-formed replies, and a rejected design earns
-    -1 plus how far it got (in [0, 1)), so prose < the beginnings of a module < a module that
-    loads < an accepted environment (reward in [0, 1]). Several designs per skill, because
-    designer rewards are centred per skill and a lone design's advantage is always 0.
-    """
-    return RunConfig(
-        preset="cpu", iterations=3, plays=4, train=True, checkpoint_every=1,
-        design=DesignConfig(attempts_per_slot=1, max_tokens=512, corpus_words=200,
-                            memory_positives=1, memory_negatives=1),
-        play=PlayConfig(max_turns=4, max_tokens=48, context_tokens=2048, temperature=0.7),
-        reward=RewardConfig(format_weight=0.2, rejection_reward=-1.0, rejection_progress=1.0),
-        curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=6, skills_per_regen=2,
-                                    pool_size=3),
-        # LoRA on CPU for minutes, not the reference's full fine-tuning for days: 3e-4 is the
-        # rate at which the learning test goes from reward 0 to 1 in 12 updates; one long sample
-        # per pass with activations recomputed bounds memory (docs/results.md, "Measured").
-        learner=TrainConfig(lr=3e-4, micro_batch_size=2, micro_batch_tokens=2048,
-                            gradient_checkpointing=True),
-    )
-
-
-def _cpu_qwen() -> RunConfig:
-    """The mechanism on a CPU: a frozen Qwen2.5-Coder-1.5B designer and a Qwen2.5-Coder-0.5B
-    agent trained with LoRA, both sampled by llama.cpp (pulled on first use: both are Qwen's
-    Apache-2.0 releases, see ``spadework models list``), with the curriculum's levels, the
-    designer's feedback and mutations. Sized for under an hour on two cores (20.6 minutes
-    measured alone, 7.3 GiB at peak), setup not counted; the README's "What the mechanism does on a CPU" has a run's
-    time, memory and outcome.
-
-    Why this shape: one LoRA update of the 0.5B model costs about 40 s per thousand tokens on
-    two cores, so the designer (designs of ~1,500 prompt + 1,024 output tokens each) stays
-    frozen and adapts in context: each fresh design is shown how the recent designs played
-    (``DesignConfig.feedback``) and a quarter of the slots edit an archived one with its figures
-    (``mutation_ratio``). The 0.5B model wrote no accepted environment in 40 design attempts;
-    the 1.5B is the larger offline coder, with one repair turn fed the checker's reason. Every
-    environment moves one level toward the band after each iteration (``curriculum.
-    adapt_levels``). Five plays per arm: with 4, an environment whose true win rate is one half
-    lands in [0.4, 0.6] only when exactly 2 of 4 are won (37.5%); with 5, 2 or 3 of 5 count
-    (62.5%). Replies end at the first closed box (``play.stop_at_move``). Shaping stays at 0.2
-    (as in ``cpu``): a group the agent never wins still gives a gradient toward well-formed
-    moves. The agent's turns are packed per episode (``learner.pack_turns``). An unplayed
-    environment is replayed as if won 1 time in 5 (``curriculum.unplayed_win_rate``; the base
-    agent won 12 of 90 level-1 plays of the pool's starters): environments measured in the band
-    are replayed before it, those measured at 0 of 5 after it. Four iterations
-    of four environments, designs at iterations 0 and 2: the learner's step over an
-    iteration's 20 unhinted episodes (about 20,000 packed tokens) is most of an iteration.
-
-    Speed (``benchmarks/iteration.py --preset cpu-qwen``; docs/engine.md): generation is most of
-    an iteration, so the engines take both cores (``threads = 2``: nothing else runs while they
-    sample), the agent's engine has a row for each of the iteration's 40 episodes
-    (``policy_batch = 40``, so that each keeps its cached conversation between turns), the
-    frozen designer samples from the quantised file (``frozen_weights``). The learner stays in
-    fp32: bfloat16 (``learner.compute_dtype``) made its step 1.5x faster but moved one
-    long-context token's importance ratio to 1.48, past the per-token tolerance the engine
-    tests hold (the fp32 learner's largest in that iteration: 1.08).
-    """
-    return RunConfig(
-        preset="cpu-qwen", model="qwen2.5-coder-0.5b-instruct",
-        designer_model="qwen2.5-coder-1.5b-instruct", frozen=("designer",),
-        iterations=4, plays=5, train=True, checkpoint_every=1, threads=2, policy_batch=40,
-        design=DesignConfig(attempts_per_slot=1, repair_turns=1, max_tokens=1024,
-                            corpus_words=200, memory_positives=1, memory_negatives=1,
-                            mutation_ratio=0.25, feedback=True),
-        play=PlayConfig(max_turns=4, max_tokens=128, context_tokens=4096, temperature=0.7),
-        reward=RewardConfig(format_weight=0.2),
-        curriculum=CurriculumConfig(regen_interval=2, designs_per_regen=4, skills_per_regen=2,
-                                    pool_size=4, adapt_levels=True, unplayed_win_rate=0.2),
-        learner=TrainConfig(lr=1e-4, micro_batch_size=2, micro_batch_tokens=4096,
-                            gradient_checkpointing=True),
-    )
-
-
-def _paper(size: str) -> RunConfig:
-    """The reference's games recipe (spade-reference.md §9.5) for GPUs, with our symmetric arms
-    (8 hinted and 8 unhinted plays on the same seeds, not 16 against 8)."""
-    return RunConfig(
-        preset=f"paper-{size}", model=f"Qwen/Qwen3-{size.upper()}", iterations=400, plays=8,
-        backend="hf",
-        train=True, checkpoint_every=20, policy_batch=192,
-        design=DesignConfig(attempts_per_slot=1, max_tokens=16384, temperature=0.6, top_p=0.95,
-                            top_k=20, corpus_words=6000, memory_positives=2, memory_negatives=1),
-        play=PlayConfig(max_turns=25, max_tokens=8192, context_tokens=32768, temperature=0.6,
-                        top_p=0.95, top_k=20, episode_seconds=300.0, batch_size=384),
-        reward=RewardConfig(lp_gamma_fast=0.98, lp_gamma_slow=0.85),
-        curriculum=CurriculumConfig(regen_interval=4, designs_per_regen=24, skills_per_regen=3,
-                                    pool_size=24),
-        learner=TrainConfig(lr=1e-6, weight_decay=0.1, betas=(0.9, 0.98), clip_low=0.2,
-                            clip_high=0.28, tis_cap=2.0, kl_coef=0.0, lora=False,
-                            micro_batch_size=1),
-        # the reference's in-loop math evaluation (AIME, n=32, T=0.7, top-p 0.8, top-k 20), which
-        # its games recipes leave effectively off (--eval-interval 100000): set [eval] every
-        eval=EvalConfig(every=0, suites=("math",), preset="paper-inloop"),
-        ray=_PAPER_RAY[size],
-    )
-
-
-#: Where the paper presets run with ``--ray`` (``--dry-run`` prints the plan): the 4B model on one
-#: node of 8 GPUs, half serving vLLM and half training (full fine-tuning, 4 data-parallel
-#: replicas of about 30 GiB each); the 30B model on two such nodes, its servers tensor-parallel
-#: over 4 GPUs each and its learner sharded over 8 (FSDP: about 28 GiB per GPU). Rollout workers only wait on the servers and the sandbox: a few CPUs each.
-_PAPER_RAY = {
-    "4b": RayConfig(engine="vllm", generation_servers=4, gpus_per_server=1, learner_workers=4,
-                    gpus_per_learner=1, rollout_workers=16, nodes=1, gpus_per_node=8,
-                    cpus_per_node=96, dtype="bfloat16"),
-    "30b": RayConfig(engine="vllm", generation_servers=2, gpus_per_server=4, learner_workers=8,
-                     gpus_per_learner=1, fsdp=True, rollout_workers=32, nodes=2, gpus_per_node=8,
-                     cpus_per_node=96, dtype="bfloat16"),
-}
-
-
 def preset(name: str) -> RunConfig:
     """A named preset: ``smoke``, ``cpu`` (the default), ``cpu-qwen``, ``paper-4b``, ``paper-30b``.
+    Each is a TOML file shipped in ``spadework/presets/`` (with why it is shaped so, in its
+    comments), read as a ``--config`` file is, over the defaults of :class:`RunConfig`.
 
     >>> preset("smoke").iterations, preset("paper-4b").play.max_turns
     (2, 25)
     """
-    makers = {"smoke": _smoke, "cpu": _cpu, "cpu-qwen": _cpu_qwen, "paper-4b": lambda: _paper("4b"),
-              "paper-30b": lambda: _paper("30b")}
-    if name not in makers:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(makers)}")
-    return makers[name]()
+    import tomllib
+    from importlib import resources
+
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    text = resources.files("spadework").joinpath("presets", f"{name}.toml").read_text(encoding="utf-8")
+    try:
+        return override(dataclasses.replace(RunConfig(), preset=name), tomllib.loads(text))
+    except ConfigError as e:  # a broken install or an edited preset file
+        raise ConfigError(f"preset {name} (spadework/presets/{name}.toml): {e.reason}") from e
 
 
 PRESETS = ("smoke", "cpu", "cpu-qwen", "paper-4b", "paper-30b")

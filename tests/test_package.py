@@ -110,3 +110,19 @@ def test_no_import_circle_among_spadework_modules() -> None:
         if v not in index:
             visit(v)
     assert circles == []
+
+
+def test_every_preset_is_a_shipped_toml_file() -> None:
+    """The presets are data (``spadework/presets/NAME.toml``, declared as package data so a wheel
+    carries them), one file per name the command line offers, each read by ``--config``'s code."""
+    import tomllib
+
+    from spadework.config import PRESETS, preset
+
+    folder = ROOT / "spadework" / "presets"
+    assert sorted(p.stem for p in folder.glob("*.toml")) == sorted(PRESETS)
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "presets/*.toml" in data["spadework"]
+    for name in PRESETS:
+        assert "preset" not in tomllib.loads((folder / f"{name}.toml").read_text())
+        assert preset(name).preset == name
