@@ -84,7 +84,7 @@ def _trl(policy, batch, args, device: str):
     from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
 
-    from spadework.train.grpo import DEFAULT_TARGETS
+    from spadework.settings.learner import DEFAULT_TARGETS
 
     cfg = GRPOConfig(
         output_dir=os.path.join(args.tmp, "trl"), per_device_train_batch_size=args.micro,

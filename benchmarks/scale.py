@@ -57,7 +57,7 @@ def main() -> None:
     from starters import starter_records
 
     from spadework.distributed.cluster import connect
-    from spadework.distributed.config import RayConfig
+    from spadework.settings.ray import RayConfig
     from spadework.distributed.rollout import RayPlayer
     from spadework.rollout import PlayConfig, play, regret_jobs
     from spadework.sandbox import Limits, Sandbox

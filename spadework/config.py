@@ -1,11 +1,11 @@
-"""Configuration: small, nested, validated once at the edge.
+"""Configuration read at the edge: the presets (TOML files in ``spadework/presets/``), a run's
+``--config`` TOML file over one, and overrides from the command line.
 
-Only this module, ``paths.py`` and the ``spadework.cli`` package read ``os.environ``. Each section's config class
-lives with its stage (``DesignConfig`` with the designer, ``PlayConfig`` with the rollout,
-``RewardConfig`` with the rewards, ``CurriculumConfig``, ``TrainConfig`` with the learner) and is
-a frozen dataclass whose ``__post_init__`` says what to set when a value is wrong; this module
-only composes them into :class:`RunConfig`, holds the presets and reads TOML files. Nothing below
-the CLI and the loop imports it.
+The settings themselves are :mod:`spadework.settings`, a leaf package (the standard library and
+:mod:`spadework.errors` only): :class:`~spadework.settings.run.RunConfig` and one frozen
+dataclass per section, each field documented, each ``__post_init__`` saying what to set when a
+value is wrong. Only this module, ``paths.py`` and the ``spadework.cli`` package read
+``os.environ``. Nothing below the CLI and the loop imports it.
 """
 
 from __future__ import annotations
@@ -13,172 +13,13 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spadework.curriculum import CurriculumConfig
-from spadework.designer.run import DesignConfig
-from spadework.distributed.config import RayConfig
-from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
-from spadework.evaluate.inrun import EvalConfig
-from spadework.loggers import LogConfig
-from spadework.policy.gguf_copy import WEIGHTS
-from spadework.policy.load import BACKENDS, split_endpoint
-from spadework.reward import RewardConfig
-from spadework.rollout import PlayConfig
-from spadework.train.batch import ROLES
-from spadework.train.grpo import TrainConfig
+from spadework.settings.run import RunConfig, is_endpoint
 
-
-def is_endpoint(model: str | None) -> bool:
-    """Whether a model setting names an OpenAI-compatible endpoint (``http(s)://...``).
-
-    >>> is_endpoint("http://localhost:8000/v1#Qwen/Qwen3-4B"), is_endpoint("smollm2-135m-instruct")
-    (True, False)
-    """
-    return isinstance(model, str) and model.startswith(("http://", "https://"))
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """One self-play run: sections, and the few settings of the run itself.
-
-    ``plays``: plays per arm per environment (both arms, same seeds). ``train``: run the GRPO
-    learner (False: play and score with fixed weights). ``checkpoint_every``: keep a checkpoint
-    every N iterations (and at the end); the latest one is always kept for resume.
-    ``episode_seconds``: the sandbox's per-episode limit on time spent inside environment calls
-    (the whole-episode wall budget, policy time included, is ``play.episode_seconds``).
-    ``policy_batch``: rows generated together. ``backend``: the sampler, ``llamacpp`` (the fast
-    CPU engine; the learner trains a transformers twin and each update is synced into it) or
-    ``hf`` (transformers, sampling from the module it trains). ``threads``: the llamacpp
-    engine's threads (None: half the cores this process may use, at least 1).
-    ``frozen_weights``: the llamacpp weights of a role in ``frozen`` with a model of its own
-    (it never trains, so nothing needs its logprobs to match a learner's): ``gguf``, the
-    quantised file as pulled, or ``bf16`` / ``f16``, the 16-bit copy the trained roles sample
-    from. Measured for the 1.5B designer at batch 2 on two threads: 28.5 tokens/s from the
-    Q4_1 file against 20.7 from the BF16 copy, 2.1 GiB resident against 3.8, prefill 118 against
-    141 tokens/s (``benchmarks/generation.py``; docs/engine.md).
-
-    Roles. ``model`` plays both roles by default, one shared model trained on both roles'
-    samples (the paper's setting). ``designer_model`` / ``agent_model`` give a role its own
-    model (a registry name or folder; the designer may also be an OpenAI-compatible endpoint,
-    ``http://HOST:PORT/v1#MODEL``, which is never trained here); None or the same name as the
-    other role's keeps them shared. ``frozen`` lists roles whose weights never change: with a
-    shared model a frozen role samples with the adapter disabled (the base weights) while the
-    other role trains; with its own model it gets no learner. ``frozen = ["designer"]`` is the
-    reference's fixed-designer baseline. Each trained model has its own learner, checkpoint
-    (``checkpoints/``, and ``checkpoints/designer/`` for a separate designer) and weight sync.
-    """
-
-    preset: str = "cpu"
-    model: str | None = None
-    run_seed: int = 0
-    iterations: int = 4
-    plays: int = 4
-    train: bool = True
-    checkpoint_every: int = 2
-    episode_seconds: float = 60.0
-    policy_batch: int = 16
-    backend: str = "llamacpp"
-    threads: int | None = None
-    frozen_weights: str = "gguf"
-    designer_model: str | None = None
-    agent_model: str | None = None
-    frozen: tuple[str, ...] = ()
-    design: DesignConfig = field(default_factory=DesignConfig)
-    play: PlayConfig = field(default_factory=PlayConfig)
-    reward: RewardConfig = field(default_factory=RewardConfig)
-    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
-    learner: TrainConfig = field(default_factory=TrainConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    log: LogConfig = field(default_factory=LogConfig)
-    ray: RayConfig = field(default_factory=RayConfig)
-
-    def __post_init__(self) -> None:
-        for name in ("iterations", "plays", "checkpoint_every", "policy_batch"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ConfigError(f"RunConfig.{name} must be an integer >= 1, got {getattr(self, name)!r}")
-        if not self.episode_seconds > 0:
-            raise ConfigError("RunConfig.episode_seconds must be > 0")
-        if self.backend not in BACKENDS:
-            raise ConfigError(f"RunConfig.backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ConfigError(f"RunConfig.threads must be an integer >= 1 or unset, got {self.threads!r}")
-        if self.frozen_weights not in WEIGHTS:
-            raise ConfigError(f"RunConfig.frozen_weights must be one of {', '.join(WEIGHTS)}, got "
-                              f"{self.frozen_weights!r}")
-        unknown = [r for r in self.frozen if r not in ROLES]
-        if unknown or len(set(self.frozen)) != len(self.frozen):
-            raise ConfigError(f"RunConfig.frozen lists roles ({', '.join(ROLES)}), each once; got "
-                              f"{list(self.frozen)!r}")
-        if self.train and set(self.frozen) == set(ROLES):
-            raise ConfigError("RunConfig.frozen freezes both roles, so nothing trains: set "
-                              "train = false (--no-train) instead")
-        if is_endpoint(self.role_model("designer")):
-            split_endpoint(self.role_model("designer"))  # says how to name the served model
-        if is_endpoint(self.role_model("designer")) and "designer" in self.trained_roles:
-            raise ConfigError(f"the designer's model {self.role_model('designer')} is an OpenAI-compatible "
-                              "endpoint, which this run cannot train: add \"designer\" to frozen "
-                              "(--freeze designer)")
-        if self.train and self.reward.variant != "blend" and "designer" not in self.trained_roles:
-            raise ConfigError(f"reward.variant = {self.reward.variant!r} only changes what the designer "
-                              "is trained on, and this run freezes the designer, so it would play "
-                              "exactly as the blend run and differ only in the designer reward it "
-                              "reports: take \"designer\" out of frozen, or leave variant at \"blend\"")
-        if is_endpoint(self.role_model("agent")):
-            raise ConfigError("only the designer may be an OpenAI-compatible endpoint: the agent's "
-                              "turns need token ids and logprobs from a local model")
-        frozen_shared = self.train and self.frozen and self.shared
-        if frozen_shared and not self.learner.lora:
-            raise ConfigError(
-                f"frozen = {list(self.frozen)} with one shared model keeps the frozen role on the "
-                "base weights by switching the LoRA adapter off while it samples; with [learner] "
-                "lora = false every update changes the weights both roles sample from, so the "
-                "frozen role would drift with the trained one. Set [learner] lora = true, or give "
-                "the frozen role its own model (designer_model / agent_model)")
-        if frozen_shared and self.ray.enabled:
-            raise ConfigError(
-                f"frozen = {list(self.frozen)} with one shared model is not supported with --ray: "
-                "the generation servers serve the trained weights to both roles. Run without "
-                "--ray, or drop the freeze")
-
-    @property
-    def check(self) -> CheckConfig:
-        """How this run checks environments: built with the turn limit they are played with
-        (``play.max_turns``), so whatever the run plays has passed the checker under its limit."""
-        return CheckConfig(max_turns=self.play.max_turns)
-
-    def role_model(self, role: str) -> str | None:
-        """The model name ``role`` plays with (None: the registry's default)."""
-        own = self.designer_model if role == "designer" else self.agent_model
-        return own if own is not None else self.model
-
-    @property
-    def shared(self) -> bool:
-        """One model plays both roles (the default)."""
-        return self.role_model("designer") == self.role_model("agent")
-
-    @property
-    def trained_roles(self) -> tuple[str, ...]:
-        """The roles whose weights this run updates (none without training)."""
-        return tuple(r for r in ROLES if r not in self.frozen) if self.train else ()
-
-    def engine_weights(self, role: str) -> str:
-        """The llamacpp weights ``role`` samples from: ``frozen_weights`` for a frozen role with
-        a model of its own (nothing matches its logprobs to a learner), else the 16-bit copy."""
-        return self.frozen_weights if role in self.frozen and not self.shared else "bf16"
-
-    def roles_trained_on_policy(self, *, shared: bool) -> tuple[str, ...]:
-        """The trained roles whose samples train the agent's model: every trained role when
-        that model also designs (``shared``), else the agent's only."""
-        return tuple(r for r in self.trained_roles if shared or r == "agent")
-
-    @property
-    def setting(self) -> str:
-        """The setting designed and played ("games" or "tool-use"): the designer's."""
-        return self.design.setting
+__all__ = ["PRESETS", "RunConfig", "is_endpoint", "load_config", "override", "preset"]
 
 
 def preset(name: str) -> RunConfig:

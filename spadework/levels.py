@@ -24,10 +24,7 @@ for noise.
 
 from __future__ import annotations
 
-#: Unhinted win rate at or above which the next play is one level up (CurriculumConfig.level_up_at).
-UP_AT = 0.8
-#: Unhinted win rate at or below which the next play is one level down (CurriculumConfig.level_down_at).
-DOWN_AT = 0.0
+from spadework.settings.curriculum import DOWN_AT, UP_AT
 
 
 def next_level(level: int, levels: int, win_rate: float, *, up_at: float = UP_AT,

@@ -31,71 +31,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from spadework.errors import ConfigError
+from spadework.settings.reward import RewardConfig
 
-VARIANTS = ("blend", "regret", "solve_rate", "learning_potential", "variance")
 Variant = Literal["blend", "regret", "solve_rate", "learning_potential", "variance"]
-
-
-@dataclass(frozen=True)
-class RewardConfig:
-    """How plays become rewards (see ``spadework.reward``).
-
-    ``variant``: the designer reward (blend, regret, solve_rate, learning_potential, variance).
-    ``rejection_reward``: the reward of a rejected design sample (``DesignConfig.
-    rejected_first_attempts == "none"`` gives them no gradient instead). ``timeout_reward``: a
-    design whose environment hung in a step. ``designer_scheme``: ``center_scale`` (the
-    reference: reward minus its skill's mean, times ``designer_scale``, which ``None`` sets to
-    the reference's ``min(n_agent / n_designer * regen_interval, 50)``) or ``zscore`` per skill.
-    """
-
-    variant: str = "blend"
-    plateau_weight: float = 0.6
-    regret_weight: float = 0.4
-    regret_scale: float = 0.15
-    floor: bool = True
-    lo: float = 0.4
-    hi: float = 0.6
-    ramp: float = 0.25
-    timeout_reward: float = -0.5
-    rejection_reward: float = 0.0
-    variance_bonus: bool = False
-    lp_gamma_fast: float = 0.98
-    lp_gamma_slow: float = 0.85
-    designer_scheme: str = "center_scale"
-    designer_scale: float | None = None
-    format_weight: float = 0.0
-    rejection_progress: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ConfigError(f"RewardConfig.variant must be one of {VARIANTS}, got {self.variant!r}")
-        if not 0 < self.lo <= self.hi < 1 or self.ramp <= 0 or self.regret_scale <= 0:
-            raise ConfigError("RewardConfig needs 0 < lo <= hi < 1, ramp > 0 and regret_scale > 0")
-        if not 0 < self.lp_gamma_slow < self.lp_gamma_fast <= 1:
-            raise ConfigError("RewardConfig needs 0 < lp_gamma_slow < lp_gamma_fast <= 1 "
-                              "(gamma weights the new observation)")
-        if self.designer_scheme not in ("center_scale", "zscore"):
-            raise ConfigError("RewardConfig.designer_scheme must be 'center_scale' or 'zscore'")
-        if self.designer_scale is not None and not self.designer_scale > 0:
-            raise ConfigError("RewardConfig.designer_scale must be > 0, or None for the reference's")
-        for name in ("format_weight", "rejection_progress"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 10:
-                raise ConfigError(f"RewardConfig.{name} must be a number in [0, 10] (0 = off), "
-                                  f"got {value!r}")
-
-    def blend_reward(self, win_rate: float, regret: float) -> float:
-        """:func:`blend` with this run's band, ramp, weights, regret scale and floor: the one
-        place the run's blend is computed for anything that ranks by it.
-
-        >>> cfg = RewardConfig(lo=0.2, hi=0.4)
-        >>> round(cfg.blend_reward(0.25, 0.0), 6), round(RewardConfig().blend_reward(0.25, 0.0), 6)
-        (0.6, 0.24)
-        """
-        return blend(win_rate, regret, plateau_weight=self.plateau_weight,
-                     regret_weight=self.regret_weight, regret_scale=self.regret_scale,
-                     floor=self.floor, lo=self.lo, hi=self.hi, ramp=self.ramp)
 
 
 def check_finite(x: float, name: str) -> float:
@@ -281,6 +219,21 @@ def blend(
     if floor:
         r = min(1.0, max(0.0, r))
     return pw * plateau(win_rate, lo, hi, ramp) + rw * r
+
+
+
+def blend_reward(cfg: RewardConfig, win_rate: float, regret: float) -> float:
+    """:func:`blend` with the run's band, ramp, weights, regret scale and floor (``cfg``): the
+    one place the run's blend is computed for anything that ranks by it.
+
+    >>> round(blend_reward(RewardConfig(lo=0.2, hi=0.4), 0.25, 0.0), 6)
+    0.6
+    >>> round(blend_reward(RewardConfig(), 0.25, 0.0), 6)
+    0.24
+    """
+    return blend(win_rate, regret, plateau_weight=cfg.plateau_weight,
+                 regret_weight=cfg.regret_weight, regret_scale=cfg.regret_scale,
+                 floor=cfg.floor, lo=cfg.lo, hi=cfg.hi, ramp=cfg.ramp)
 
 
 def variance_reward(returns: Sequence[float]) -> float:

@@ -19,7 +19,8 @@ from spadework.designer.credit import (
     trained_at_birth,
 )
 from spadework.metrics import score_env
-from spadework.reward import VARIANTS, LearningPotential, RewardConfig, regret, win_rate
+from spadework.reward import LearningPotential, RewardConfig, regret, win_rate
+from spadework.settings.reward import VARIANTS
 from spadework.types import Episode, Sampling
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spadework.distributed.config import RayConfig
+from spadework.settings.ray import RayConfig
 from spadework.distributed.plan import format_plan, placement_plan
 from spadework.errors import ConfigError
 

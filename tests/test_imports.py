@@ -99,3 +99,26 @@ def test_sql_is_written_only_inside_the_archive_package():
              if not name.startswith("spadework.archive") and not name.startswith("spadework.library")
              for k, line in enumerate(path.read_text().splitlines(), 1) if sql.search(line)]
     assert leaks == []
+
+
+def test_settings_is_a_leaf_and_its_names_are_the_stages():
+    """``spadework.settings`` imports only the standard library, ``spadework.errors`` and
+    itself (at any depth of its code), and the names it validates against are those the stages
+    implement."""
+    own = set()
+    for name, path in MODULES.items():
+        if name.startswith("spadework.settings"):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+                    own |= {t for t in _targets(name, path, node) if t.startswith("spadework")}
+    assert {t for t in own if not t.startswith("spadework.settings")} <= {"spadework.errors"}
+
+    from spadework.designer.prompts import SETTING_RULES
+    from spadework.evaluate.catalog import suite_names
+    from spadework.policy.load import load_policy  # noqa: F401 (the backends' loader imports)
+    from spadework.settings.design import SETTINGS
+    from spadework.settings.eval import DATA_SUITES, SUITES
+
+    assert tuple(SETTING_RULES) == SETTINGS
+    assert sorted(suite_names()) == sorted(SUITES + DATA_SUITES)

@@ -23,9 +23,9 @@ get credited when (:func:`credit_attempts`), and the advantages of credited samp
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
-import dataclasses
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +37,6 @@ from spadework.designer.plan import PLAN_ASK
 from spadework.designer.prompts import REPAIR_MARK
 from spadework.metrics import EnvOutcome
 from spadework.reward import (
-    VARIANTS,
     LearningPotential,
     RewardConfig,
     Variant,
@@ -50,6 +49,7 @@ from spadework.reward import (
     plateau,
     variance_reward,
 )
+from spadework.settings.reward import VARIANTS
 from spadework.train.batch import Assembly, Sample, trainable_reason
 
 SCHEMES = ("center_scale", "zscore")

@@ -18,9 +18,8 @@ from spadework.archive.records import MemoryNegative, PlayedDesign
 from spadework.designer.parents import Parent
 from spadework.env.contract import CONTRACT, RULES
 from spadework.errors import ConfigError
+from spadework.settings.design import DIFFICULTIES
 from spadework.skills import Skill
-
-DIFFICULTIES = ("easy", "medium", "hard")
 
 SYSTEM = (
     "You design interactive text environments that train an AI agent. You write one complete, "

@@ -1,6 +1,6 @@
 """Scale-out on Ray (``spadework run --ray``; the ``cluster`` extra): the loop's parts as actors.
 
-- :mod:`~spadework.distributed.config`: the ``[ray]`` section (no Ray needed to import it);
+- :mod:`~spadework.settings.ray`: the ``[ray]`` section (no Ray needed to import it);
 - :mod:`~spadework.distributed.plan`: which process on which node and GPU (``--dry-run``);
 - :mod:`~spadework.distributed.cluster`: joining or starting a cluster, the placement group;
 - :mod:`~spadework.distributed.rollout`: rollout workers and the dispatcher the play stage uses;

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from spadework.distributed.config import RayConfig
+from spadework.settings.ray import RayConfig
 from spadework.distributed.plan import Placement, placement_plan
 from spadework.errors import ConfigError
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spadework.distributed.config import RayConfig
+from spadework.settings.ray import RayConfig
 from spadework.errors import ConfigError
 
 #: Parameter counts of the paper presets' models (for the learner's memory estimate).

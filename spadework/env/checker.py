@@ -54,7 +54,7 @@ from dataclasses import replace
 from typing import Any
 
 from spadework.env.budget import Budget, BudgetedHandle, CheckProgress, ProgressFn
-from spadework.env.checkconfig import (
+from spadework.settings.check import (
     MAX_SEEDS,
     MAX_TURNS,
     MAX_TURNS_WHY,

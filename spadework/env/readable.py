@@ -20,7 +20,7 @@ the call format into every observation, so the stage checks games only.
 from __future__ import annotations
 
 from spadework.env.budget import Budget
-from spadework.env.checkconfig import CheckConfig
+from spadework.settings.check import CheckConfig
 from spadework.env.gameenv.boxes import box, boxes, is_placeholder
 from spadework.env.probe import Opener, do_reset, do_step, short
 from spadework.errors import ContractError

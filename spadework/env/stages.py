@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable
 
 from spadework.env.budget import Budget
-from spadework.env.checkconfig import CheckConfig
+from spadework.settings.check import CheckConfig
 from spadework.env.probe import (
     REPEATED,
     EnvHandle,

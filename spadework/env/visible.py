@@ -31,7 +31,7 @@ import json
 from collections.abc import Sequence
 
 from spadework.env.budget import Budget
-from spadework.env.checkconfig import CheckConfig
+from spadework.settings.check import CheckConfig
 from spadework.env.gameenv.boxes import extract_boxed
 from spadework.env.probe import Opener, call_env, do_reset, do_step, short, solution_actions
 from spadework.errors import ContractError

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from spadework.evaluate.judge import EvalError
+from spadework.settings.eval import DATA_SUITES
 
 #: Suites of the reference that no offline machine can run, and why.
 UNSUPPORTED = MappingProxyType({
@@ -25,9 +26,6 @@ UNSUPPORTED = MappingProxyType({
     "aime-2025-ii": "not in any package (MMATH has AIME 2025 part I only): use --suite aime "
                     "--data PATH",
 })
-
-#: Suites that read a local file given with ``--data``.
-DATA_SUITES = ("aime", "gpqa")
 
 
 def _factories() -> dict[str, Callable[[Path | None], Any]]:

@@ -15,8 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from spadework.errors import ConfigError
-
-PRESETS = ("paper", "paper-inloop", "cpu", "smoke")
+from spadework.settings.eval import PRESETS
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import gymnasium
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.error import ResetNeeded
 
-from spadework.env.checkconfig import CheckConfig
+from spadework.settings.check import CheckConfig
 from spadework.env.probe import validate_reset, validate_step
 from spadework.errors import ConfigError, EnvError
 from spadework.gym.registration import ENTRY_POINT, NAMESPACE, gym_id

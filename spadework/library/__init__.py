@@ -23,13 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from spadework.env.contract import SETTINGS, find_env_class
 from spadework.errors import ConfigError, ContractError
+from spadework.settings.curriculum import HELD_OUT
 from spadework.types import EnvSource
 
 if TYPE_CHECKING:
     from spadework.archive.records import EnvRecord
-
-#: Starter environments held out of every run's pool by default (file stems).
-HELD_OUT: tuple[str, ...] = ("knapsack", "light_switches", "mastermind", "tool_ledger")
 
 
 def is_held_out(name: str | None, held_out: Iterable[str] = HELD_OUT) -> bool:

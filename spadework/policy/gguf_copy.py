@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
+from spadework.settings.run import WEIGHTS
 
 #: Weight types a copy can be made in, and their llama.cpp ``general.file_type`` codes.
 FILE_TYPES = {"f16": 1, "bf16": 32, "q8_0": 7}
@@ -79,8 +80,6 @@ def finish_gguf(writer: Any, tmp: Path, dst: Path) -> Path:
     tmp.replace(dst)
     return dst
 
-
-WEIGHTS = ("f16", "bf16", "q8_0", "gguf")
 
 #: A child that loads a GGUF with logits for every token (what logprobs need) and decodes a
 #: few tokens; it dies by a signal where this machine's llama.cpp build cannot run the file's

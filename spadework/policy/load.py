@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError
-
-BACKENDS = ("hf", "llamacpp")
+from spadework.settings.run import BACKENDS, split_endpoint
 
 
 def load_policy(
@@ -68,19 +67,6 @@ def learner_policy(policy: Any, *, device: str = "cpu") -> Any:
         raise ConfigError(f"a {type(policy).__name__} has no trainable twin; train with "
                           "backend 'hf' or 'llamacpp'")
     return load_hf_policy(hf_dir, device=device, context_length=policy.context_length)
-
-
-def split_endpoint(spec: str) -> tuple[str, str]:
-    """(base URL, model) of ``http(s)://HOST:PORT/v1#MODEL``; ConfigError without a model.
-
-    >>> split_endpoint("http://localhost:8000/v1#Qwen/Qwen3-4B")
-    ('http://localhost:8000/v1', 'Qwen/Qwen3-4B')
-    """
-    url, _, model = spec.partition("#")
-    if not model:
-        raise ConfigError(f"endpoint {spec!r} names no model: write it as {url}#MODEL, with the "
-                          f"name the server serves (GET {url.rstrip('/')}/models lists them)")
-    return url, model
 
 
 def load_endpoint(spec: str, *, api_key: str | None = None) -> Any:

@@ -44,8 +44,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from spadework.reward import episode_return, group_zscore, shaped_return
 from spadework.types import ARMS, Episode, Sampling
+from spadework.settings.run import ROLES
 
-ROLES = ("agent", "designer")
 #: Episode statuses whose plays are trained on (the others are the environment's or sampler's fault).
 TRAINABLE_STATUSES = ("completed", "truncated")
 

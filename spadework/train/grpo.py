@@ -40,14 +40,14 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError
+from spadework.settings.learner import TrainConfig
 from spadework.train.batch import ROLES, Sample
 from spadework.train.heap import bound_heap
-from spadework.train.loss import AGGREGATIONS, grpo_token_loss, token_weights
+from spadework.train.loss import grpo_token_loss, token_weights
 from spadework.train.parallel import (
     DataParallel,
     fully_shard_model,
@@ -59,108 +59,6 @@ from spadework.train.parallel import (
     whole,
 )
 from spadework.types import Sampling
-
-#: Linear layers that take LoRA in Llama/Qwen/Mistral-style models (attention and MLP).
-DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Learner settings; the reference recipe's values unless stated.
-
-    ``lr``: AdamW learning rate, constant (1e-5 for LoRA; see the module docstring). ``clip_low``
-    / ``clip_high``: the PPO ratio is clipped to ``[1 - clip_low, 1 + clip_high]``. ``tis_cap``:
-    truncated importance weight cap. ``kl_coef``: weight of the k3 KL to the reference model (the
-    base model with adapters off; a frozen copy when ``lora=False``); 0 skips its forward pass.
-    ``aggregation``: ``token`` or ``sequence`` (see ``token_weights``). ``micro_batch_size``:
-    samples per forward/backward pass, and ``micro_batch_tokens`` the most padded tokens
-    (rows x longest row) in one, a longer sample going alone (memory, not maths).
-    ``gradient_checkpointing`` recomputes activations in the backward pass (less memory, about a
-    third more compute). ``threads``: torch threads during a step (None: every core this
-    process may use; nothing else runs in the train stage, and on the 2-core machine a step of
-    8 agent-turn samples took 39 s on two threads against 68 s on one); the caller's thread
-    count is restored after. ``seed``: LoRA initialisation. There is no temperature here: each
-    sample is scored at the temperature it was drawn with (``Sample.sampling``), so a designer
-    sample drawn at 0.6 and an agent turn drawn at 0.7 each get the sampler's convention.
-    ``pack_turns``: train an episode's turns as one sequence where their prompts continue each
-    other (``spadework.train.batch.pack_turns``): the same update under the ``token``
-    aggregation for fewer tokens run (``benchmarks/packing.py`` on a ``cpu`` run's 144 trained
-    turns: 35k tokens instead of 80k, 2.3x); it needs ``aggregation = "token"``.
-    ``head_chunk``: the LM head, softmax and entropy run over at most this many trained
-    positions at a time, each chunk recomputed in the backward pass, so that the full-vocabulary
-    logits are never held for a whole micro-batch (Qwen2.5's 151,936 columns in fp32 are 0.6 MB a
-    position, and the one-pass softmax, its gradient and the entropy held about six such copies);
-    0 runs them in one pass. The maths is the same either way (:func:`selected_logprobs`).
-    ``mmap_threshold``: from the learner's construction on, the process's ``malloc`` serves
-    blocks of at least this many bytes by ``mmap``, so that a step's freed activations leave
-    memory instead of staying resident in a fragmented heap (:mod:`spadework.train.heap`: a
-    0.5B step's peak 6.4 -> 3.9 GiB, about 20% slower); 0 leaves malloc as it is.
-    ``compute_dtype``: ``float32``, or ``bfloat16`` to run the decoder's matmuls under
-    ``torch.autocast`` (LoRA weights, gradients and AdamW stay fp32; the LM head and softmax run
-    in fp32), or ``auto``: bfloat16 on a CPU with native bfloat16 arithmetic, else float32.
-    Measured on the 0.5B on two cores of an AVX-512 BF16 CPU: the step 1.5x faster (a 1.19x net
-    gain over the step before the chunked head and the bounded heap), and the learner-sampler
-    gap 0.0068 nats a token against 0.0045 in fp32 (max 0.10, mean ratio 1.0005;
-    ``benchmarks/drift.py``).
-    """
-
-    lr: float = 1e-5
-    weight_decay: float = 0.1
-    betas: tuple[float, float] = (0.9, 0.98)
-    adam_eps: float = 1e-8
-    clip_low: float = 0.2
-    clip_high: float = 0.28
-    tis_cap: float = 2.0
-    kl_coef: float = 0.0
-    aggregation: str = "token"
-    max_grad_norm: float = 1.0
-    lora: bool = True
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.0
-    target_modules: tuple[str, ...] = DEFAULT_TARGETS
-    micro_batch_size: int = 4
-    micro_batch_tokens: int = 8192
-    gradient_checkpointing: bool = False
-    threads: int | None = None
-    seed: int = 0
-    pack_turns: bool = True
-    head_chunk: int = 512
-    compute_dtype: str = "float32"
-    mmap_threshold: int = 1 << 20
-
-    def __post_init__(self) -> None:
-        checks = [
-            (self.lr > 0, f"lr must be > 0, got {self.lr}"),
-            (self.weight_decay >= 0, f"weight_decay must be >= 0, got {self.weight_decay}"),
-            (all(0 <= b < 1 for b in self.betas), f"betas must lie in [0, 1), got {self.betas}"),
-            (0 <= self.clip_low < 1, f"clip_low must lie in [0, 1), got {self.clip_low}"),
-            (self.clip_high >= 0, f"clip_high must be >= 0, got {self.clip_high}"),
-            (self.tis_cap > 0, f"tis_cap must be > 0, got {self.tis_cap}"),
-            (self.kl_coef >= 0, f"kl_coef must be >= 0, got {self.kl_coef}"),
-            (self.aggregation in AGGREGATIONS,
-             f"aggregation must be one of {AGGREGATIONS}, got {self.aggregation!r}"),
-            (self.max_grad_norm > 0, f"max_grad_norm must be > 0, got {self.max_grad_norm}"),
-            (self.lora_r >= 1, f"lora_r must be >= 1, got {self.lora_r}"),
-            (0 <= self.lora_dropout < 1, f"lora_dropout must lie in [0, 1), got {self.lora_dropout}"),
-            (bool(self.target_modules), "target_modules is empty; name the layers to adapt"),
-            (self.micro_batch_size >= 1, f"micro_batch_size must be >= 1, got {self.micro_batch_size}"),
-            (self.micro_batch_tokens >= 1,
-             f"micro_batch_tokens must be >= 1, got {self.micro_batch_tokens}"),
-            (self.mmap_threshold >= 0, f"mmap_threshold must be >= 0 (0: leave malloc as it "
-                                       f"is), got {self.mmap_threshold}"),
-            (self.compute_dtype in COMPUTE_DTYPES,
-             f"compute_dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {self.compute_dtype!r}"),
-            (self.head_chunk >= 0, f"head_chunk must be >= 0 (0: one pass), got {self.head_chunk}"),
-            (self.threads is None or self.threads >= 1,
-             f"threads must be >= 1 or unset, got {self.threads}"),
-            (not self.pack_turns or self.aggregation == "token",
-             "pack_turns gives the unpacked update only under aggregation = \"token\" (a packed "
-             "episode would count as one sequence): set pack_turns = false for \"sequence\""),
-        ]
-        for ok, reason in checks:
-            if not ok:
-                raise ConfigError(reason)
 
 
 class Learner:
@@ -530,11 +428,6 @@ def _pack(micro: Sequence[Sample], pad_id: int, dev: Any) -> tuple[Any, Any, Any
             select[r, start : len(seq) - 1] = True
     targets = torch.tensor([t for s in micro for t in s.trained_ids()], dtype=torch.long)
     return ids.to(dev), attn.to(dev), select.to(dev), targets.to(dev)
-
-
-#: ``TrainConfig.compute_dtype`` values; ``auto`` is bfloat16 on a CPU with native bfloat16
-#: arithmetic (oneDNN's check: AVX-512 BF16 or AMX), else float32.
-COMPUTE_DTYPES = ("float32", "bfloat16", "auto")
 
 
 def resolve_compute(setting: str, device: str) -> str:

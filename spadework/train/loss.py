@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-AGGREGATIONS = ("token", "sequence")
+from spadework.settings.learner import AGGREGATIONS
 
 
 def token_weights(lengths: Sequence[int], aggregation: str, *, total_tokens: int,
