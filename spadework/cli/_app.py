@@ -10,7 +10,9 @@ from enum import Enum
 import typer
 
 import spadework
+from spadework.config import PRESETS
 from spadework.errors import SpadeworkError
+from spadework.settings.run import BACKENDS
 
 app = typer.Typer(
     name="spadework",
@@ -25,9 +27,8 @@ app = typer.Typer(
 # Choices the command line offers (typer lists them in --help and refuses others with exit 2).
 _Status = Enum("_Status", {"accepted": "accepted", "rejected": "rejected"}, type=str)
 _Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet", "hf": "hf"}, type=str)
-_Preset = Enum("_Preset", {p: p for p in ("smoke", "cpu", "cpu-qwen", "paper-4b", "paper-30b")},
-               type=str)
-_Backend = Enum("_Backend", {b: b for b in ("llamacpp", "hf")}, type=str)
+_Preset = Enum("_Preset", {p: p for p in PRESETS}, type=str)
+_Backend = Enum("_Backend", {b: b for b in BACKENDS}, type=str)
 
 
 @contextmanager
