@@ -14,6 +14,7 @@ from spadework.config import RunConfig
 from spadework.designer.run import DesignConfig, DesignSummary
 from spadework.errors import ConfigError
 from spadework.progress import Progress
+from spadework.settings.run import DEFAULT_BACKEND
 
 if TYPE_CHECKING:
     from spadework.loop import IterationMetrics
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 def design_into_run_dir(run_dir: str | Path, *, n: int, cfg: DesignConfig, max_turns: int,
                         model: str | None = None, seed: int = 0, device: str = "cpu",
+                        backend: str = DEFAULT_BACKEND,
                         progress: Callable[[int, int], None] | None = None) -> DesignSummary:
     """``spadework design``: load the model, the default corpus and a sandbox, design ``n``
     slots into ``run_dir/archive.sqlite`` as the iteration after the last one designed there,
@@ -30,12 +32,12 @@ def design_into_run_dir(run_dir: str | Path, *, n: int, cfg: DesignConfig, max_t
     from spadework.default_corpus import load_default_corpus
     from spadework.designer.run import design_environments, summarize
     from spadework.env.checker import CheckConfig
-    from spadework.policy.hf import load_hf_policy
+    from spadework.policy.load import load_policy
     from spadework.sandbox import Limits, Sandbox
     from spadework.skills import skills_for
 
     corpus = load_default_corpus()
-    policy = load_hf_policy(model, device=device)
+    policy = load_policy(backend, model, device=device)
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     with Archive.open(archive_path(run_dir)) as archive, Sandbox(Limits()) as sandbox:
         last = views.last_attempt_iteration(archive)
@@ -57,9 +59,8 @@ def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
     trainable twin and the weight sync between them (:func:`load_roles`), then run the loop.
     With ``[ray] enabled`` the loop's parts are built on a Ray cluster instead (engines, rollout
     workers, learner replicas) and stopped when the run ends."""
-    from spadework.loop import run
-
     from spadework.loggers import check_available
+    from spadework.loop import run
 
     check_run_dir(run_dir, resume=resume)
     check_available(cfg.log)  # a logger asked for but not installed fails before a model loads
@@ -95,8 +96,8 @@ def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = Non
                            threads=cfg.threads, weights=cfg.engine_weights(role))
 
     def trained(policy: Policy) -> tuple[Any, Any]:
+        from spadework.policy.backends import weight_sync_for
         from spadework.train.grpo import Learner
-        from spadework.train.sync import weight_sync_for
 
         learner = Learner(learner_policy(policy), cfg.learner)
         return learner, weight_sync_for(policy, learner)

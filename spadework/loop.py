@@ -44,10 +44,11 @@ from spadework.archive import Archive, archive_path, views
 from spadework.config import RunConfig
 from spadework.corpus import Corpus
 from spadework.errors import ConfigError, PolicyError
+from spadework.levels import next_level
 from spadework.policy.base import Policy
+from spadework.policy.sync import WeightSync
 from spadework.progress import Progress, Silent
 from spadework.reward import LearningPotential
-from spadework.levels import next_level
 from spadework.rollout import level_kwarg, play, regret_jobs
 from spadework.seeding import derive_rng, derive_seed
 from spadework.stage import (  # noqa: F401 (RunContext: the loop's API, re-exported)
@@ -60,8 +61,7 @@ from spadework.stage import (  # noqa: F401 (RunContext: the loop's API, re-expo
     default_corpus,
 )
 from spadework.train.batch import ROLES
-from spadework.train.sync import WeightSync
-from spadework.types import Episode, EnvSource
+from spadework.types import EnvSource, Episode
 
 STAGES = ("design", "pool", "hints", "play", "reward", "train", "eval", "store")
 METRICS_FILE = "metrics.jsonl"

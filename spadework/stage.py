@@ -17,9 +17,9 @@ from spadework.archive import Archive
 from spadework.config import RunConfig
 from spadework.corpus import Corpus
 from spadework.policy.base import BaseWeights, Policy
+from spadework.policy.sync import WeightSync
 from spadework.progress import Progress, Silent
 from spadework.train.batch import Sample
-from spadework.train.sync import WeightSync
 
 
 class EnvSandbox(Protocol):

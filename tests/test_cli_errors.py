@@ -160,8 +160,15 @@ def test_the_cli_preset_choices_are_the_configs():
     assert tuple(p.value for p in _Preset) == PRESETS
 
 
-def test_the_cli_backend_choices_are_the_loaders():
-    from spadework.cli import _Backend
-    from spadework.policy.load import BACKENDS
+def test_the_cli_backend_choices_are_the_loaders(tmp_path):
+    """Every command that loads a model names the backend table's entries in its help, and a
+    name outside the table is one line naming them, before anything is loaded or created."""
+    from spadework.policy.backends import _TABLE
 
-    assert sorted(b.value for b in _Backend) == sorted(BACKENDS)
+    for command in ("run", "design", "generate", "serve", "eval"):
+        out = subprocess.run([sys.executable, "-m", "spadework.cli", command, "--help"],
+                             capture_output=True, text=True, check=True).stdout
+        assert all(name in out for name in _TABLE), (command, out)
+    r = cli("run", "--preset", "smoke", "--backend", "vllm-please", "--run-dir", "r", cwd=tmp_path)
+    one_line_error(r, 1, "backend", "hf, llamacpp", "vllm-please")
+    assert not (tmp_path / "r").exists()

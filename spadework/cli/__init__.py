@@ -15,9 +15,9 @@ import sys
 
 # Each module adds its commands to the app when imported.
 from spadework.cli import archive, check, data, evals, model, run  # noqa: F401
-from spadework.cli._app import _Backend, _Preset, app
+from spadework.cli._app import _Preset, app
 
-__all__ = ["_Backend", "_Preset", "app", "main", "ray_flag_args"]
+__all__ = ["_Preset", "app", "main", "ray_flag_args"]
 
 
 def main() -> None:

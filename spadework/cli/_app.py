@@ -12,7 +12,7 @@ import typer
 import spadework
 from spadework.config import PRESETS
 from spadework.errors import SpadeworkError
-from spadework.settings.run import BACKENDS
+from spadework.settings.run import BACKENDS, DEFAULT_BACKEND
 
 app = typer.Typer(
     name="spadework",
@@ -28,7 +28,15 @@ app = typer.Typer(
 _Status = Enum("_Status", {"accepted": "accepted", "rejected": "rejected"}, type=str)
 _Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet", "hf": "hf"}, type=str)
 _Preset = Enum("_Preset", {p: p for p in PRESETS}, type=str)
-_Backend = Enum("_Backend", {b: b for b in BACKENDS}, type=str)
+
+
+def _backend_option(default: str | None = DEFAULT_BACKEND, extra: str = "") -> object:
+    """The ``--backend`` option of every command that loads a model: a name in the backend
+    table (:mod:`spadework.policy.backends`), checked when the model loads."""
+    shown = "the preset's" if default is None else default
+    return typer.Option(default, "--backend", help=f"The sampler: {' or '.join(BACKENDS)} "
+                        f"(hf: transformers, any model and device; llamacpp: the fast CPU engine "
+                        f"for registry models; default: {shown}).{extra}")
 
 
 @contextmanager

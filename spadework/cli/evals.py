@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from spadework.cli._app import _Backend, _factory, _reported, app
+from spadework.cli._app import _backend_option, _factory, _reported, app
 from spadework.errors import SpadeworkError
 
 eval_app = typer.Typer(help="Held-out benchmarks: evaluate a model or checkpoint, compare two runs.",
@@ -27,8 +27,7 @@ def eval_cmd(
     data: Path = typer.Option(None, "--data", help="Local file of an aime or gpqa suite."),
     seed: int = typer.Option(0, "--seed", help="Sampling seeds derive from it."),
     max_items: int = typer.Option(None, "--max-items", min=1, help="Fewer items (per task for rg)."),
-    backend: _Backend = typer.Option(_Backend.hf, "--backend", help="hf (transformers) or llamacpp "
-                                     "(the fast CPU engine; a LoRA checkpoint is applied as an adapter)."),
+    backend: str = _backend_option(extra=" With --checkpoint, llamacpp applies a LoRA checkpoint as an adapter."),
     policy: str = typer.Option(None, "--policy", hidden=True,
                                help="MODULE:FACTORY returning a Policy (tests only)."),
 ) -> None:
@@ -52,7 +51,7 @@ def eval_cmd(
 
     with _reported(SpadeworkError):
         check_request(suite, preset, data, model=model, checkpoint=checkpoint)
-        chosen = _factory(policy) or backend.value
+        chosen = _factory(policy) or backend
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with _reported(SpadeworkError), Progress(*columns, console=console,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from spadework.cli._app import _reported, app
+from spadework.cli._app import _backend_option, _reported, app
 from spadework.errors import SpadeworkError
 
 
@@ -12,7 +12,7 @@ from spadework.errors import SpadeworkError
 def generate(
     prompt: str = typer.Argument(..., help="The user message."),
     model: str = typer.Option(None, "--model", help="Registry name, local folder or hub id."),
-    backend: str = typer.Option("hf", "--backend", help="hf (transformers) or llamacpp."),
+    backend: str = _backend_option(),
     n: int = typer.Option(1, "--n", min=1, help="Parallel completions, generated as one batch."),
     max_tokens: int = typer.Option(128, "--max-tokens", min=1, help="Most tokens to generate."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 = greedy."),
@@ -49,13 +49,14 @@ def serve(
     device: str = typer.Option("cpu", "--device", help="cpu, or cuda[:N] where torch has CUDA."),
     max_batch: int = typer.Option(1, "--max-batch", min=1, help="Requests that arrive together "
                                   "(same sampling settings) generated as one batch (1: one at a time)."),
+    backend: str = _backend_option(),
 ) -> None:
     """Serve a model over an OpenAI-compatible HTTP API (one request at a time, or batched)."""
-    from spadework.policy.hf import load_hf_policy
+    from spadework.policy.load import load_policy
     from spadework.policy.registry import DEFAULT_MODEL
     from spadework.policy.serve import serve as run_server
 
     with _reported(SpadeworkError):
-        policy = load_hf_policy(model, device=device)
+        policy = load_policy(backend, model, max_batch_size=max_batch, device=device)
     run_server(policy, model or DEFAULT_MODEL, host, port, max_batch=max_batch,
                ready=lambda url: print(f"serving on {url}", flush=True))

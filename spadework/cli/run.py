@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from spadework.cli._app import _Backend, _factory, _Preset, _reported, app
+from spadework.cli._app import _backend_option, _factory, _Preset, _reported, app
 from spadework.errors import SpadeworkError
 
 
@@ -25,9 +25,7 @@ def run_cmd(
     no_train: bool = typer.Option(False, "--no-train", help="Play and score with fixed weights."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --run-dir where it stopped."),
     model: str = typer.Option(None, help="Registry name, local HF folder or hub id (default: the preset's)."),
-    backend: _Backend = typer.Option(None, "--backend", help="The sampler: llamacpp (the fast CPU "
-                                     "engine, each update synced in) or hf (transformers; default: "
-                                     "the preset's)."),
+    backend: str = _backend_option(None),
     designer_model: str = typer.Option(None, "--designer-model", help="The designer's own model: "
                                        "a registry name, a folder, or an OpenAI-compatible endpoint "
                                        "http://HOST:PORT/v1#MODEL (then frozen). Default: --model, "
@@ -61,7 +59,7 @@ def run_cmd(
     with _reported(SpadeworkError):
         cfg = load_config(config, preset_name=preset.value if preset else None)
         top = {k: v for k, v in (("iterations", iterations), ("model", model), ("run_seed", seed),
-                                 ("backend", backend.value if backend else None),
+                                 ("backend", backend),
                                  ("designer_model", designer_model), ("agent_model", agent_model),
                                  ("frozen", tuple(freeze) if freeze else None)) if v is not None}
         if no_train:
@@ -115,6 +113,7 @@ def design_cmd(
                                   "cpu preset's [play] max_turns)."),
     seed: int = typer.Option(0, "--seed", help="Run seed: documents and sampling derive from it."),
     device: str = typer.Option("cpu", "--device", help="cpu, or cuda[:N] where torch has CUDA."),
+    backend: str = _backend_option(),
 ) -> None:
     """Design N environments with the model into the run's archive; print a closing table."""
     from rich.console import Console
@@ -132,7 +131,7 @@ def design_cmd(
         with Progress(console=Console(stderr=True)) as bar:
             task = bar.add_task("designing", total=n * attempts * (1 + repair_turns))
             s = design_into_run_dir(run_dir, n=n, cfg=cfg, max_turns=max_turns, model=model,
-                                    seed=seed, device=device,
+                                    seed=seed, device=device, backend=backend,
                                     progress=lambda done, total: bar.update(task, completed=done,
                                                                             total=total))
     table = Table(title=f"design, iteration {s.iteration} ({run_dir / 'archive.sqlite'})")

@@ -31,6 +31,7 @@ from spadework.evaluate.summary import (
     write_samples,
 )
 from spadework.policy.registry import sha256_of
+from spadework.settings.run import DEFAULT_BACKEND
 
 Backend = Callable[[str | None], Any]
 PACKAGES = ("spadework", "torch", "transformers", "peft", "reasoning-gym", "math-verify",
@@ -132,86 +133,33 @@ def _run_model(ckpt: Path) -> str | None:
     return cfg.get("agent_model") or cfg.get("model")
 
 
-def adapter_into_engine(engine: Any, ckpt: Path) -> None:
-    """A run's LoRA checkpoint into a ``LlamaCppPolicy``: the adapter is loaded onto the
-    engine's transformers twin and pushed across by the run's own weight sync."""
-    from spadework.policy.load import learner_policy
-    from spadework.train.sync import LlamaCppLoraSync
-
-    if not (ckpt / "adapter").is_dir():
-        raise EvalError(f"{ckpt} is a full fine-tune (no adapter/): evaluate it with --backend hf")
-    twin = learner_policy(engine)
-    apply_checkpoint(twin, ckpt, merge=False)
-    LlamaCppLoraSync(engine).push_model(twin.model)
-
-
-def apply_checkpoint(policy: Any, ckpt: Path, *, merge: bool = True) -> None:
-    """Load a run's trainable weights into ``policy.model`` for inference: a LoRA adapter is
-    merged into the base weights (sampling then costs what the base model costs; ``merge=False``
-    keeps it a ``PeftModel``); a full fine-tune's weights are copied by name."""
-    model = getattr(policy, "model", None)
-    if model is None:
-        raise EvalError("a checkpoint needs a backend that holds the model in process "
-                        "(the transformers backend, `hf`)")
-    if (ckpt / "adapter").is_dir():
-        import warnings
-
-        from peft import PeftModel
-
-        with warnings.catch_warnings():  # transformers' deprecation notes, not the user's concern
-            warnings.simplefilter("ignore")
-            peft = PeftModel.from_pretrained(model, str(ckpt / "adapter"))
-        policy.model = peft.merge_and_unload() if merge else peft
-        return
-    import torch
-    from safetensors.torch import load_file
-
-    tensors = load_file(str(ckpt / "trainable.safetensors"))
-    params = dict(model.named_parameters())
-    unknown = sorted(set(tensors) - set(params))
-    if unknown:
-        raise EvalError(f"checkpoint {ckpt} has weights the model lacks ({unknown[:3]}): was it "
-                        "trained from another base model? pass --model")
-    with torch.no_grad():
-        for name, t in tensors.items():
-            params[name].copy_(t.to(params[name].dtype))
-
-
 def load_policy(model: str | None = None, checkpoint: str | Path | None = None,
-                backend: str | Backend = "hf") -> tuple[Any, dict[str, Any]]:
+                backend: str | Backend = DEFAULT_BACKEND) -> tuple[Any, dict[str, Any]]:
     """A policy and what identifies it (name, registry sha256 or checkpoint hash) for summaries.
 
-    ``backend``: ``"hf"`` (the transformers backend), ``"llamacpp"`` (the fast CPU engine; a
-    LoRA checkpoint goes in as a GGUF adapter over the unchanged base, the way a run's sampler
-    gets it) or a callable ``(model) -> Policy``.
+    ``backend``: a name in the backend table (:mod:`spadework.policy.backends`; ``hf``, the
+    transformers backend, or ``llamacpp``, the fast CPU engine, where a LoRA checkpoint goes in
+    as a GGUF adapter over the unchanged base, the way a run's sampler gets it), or a callable
+    ``(model) -> Policy``.
     """
+    from spadework.policy import backends
     from spadework.policy.registry import DEFAULT_MODEL, known_models
 
     ckpt = resolve_checkpoint(checkpoint) if checkpoint is not None else None
     name = model or (_run_model(ckpt) if ckpt else None) or DEFAULT_MODEL
-    if callable(backend):
-        load = backend
-    elif backend == "hf":
-        from spadework.policy.hf import load_hf_policy
-
-        load = load_hf_policy
-    elif backend == "llamacpp":
-        from spadework.policy.llamacpp import load_llamacpp_policy
-
-        load = load_llamacpp_policy
-    else:
-        raise EvalError(f"unknown backend {backend!r}; use 'hf', 'llamacpp' or pass a callable")
+    entry = None if callable(backend) else backends.backend(backend)
     _quiet_transformers()
-    policy = load(name)
-    info: dict[str, Any] = {"name": name, "backend": backend if isinstance(backend, str) else
+    policy = backend(name) if entry is None else backends.load(entry.name, name)
+    info: dict[str, Any] = {"name": name, "backend": entry.name if entry else
                             getattr(backend, "__name__", "callable")}
     if name in known_models():
         info["sha256"] = known_models()[name].sha256
     if ckpt is not None:
-        if backend == "llamacpp":
-            adapter_into_engine(policy, ckpt)
-        else:
-            apply_checkpoint(policy, ckpt)
+        apply = entry.checkpoint if entry else backends.backend("hf").checkpoint
+        if apply is None:
+            raise EvalError(f"the {entry.name} backend cannot apply a run's checkpoint: "
+                            "evaluate it with --backend hf")
+        apply(policy, ckpt)
         info.update(checkpoint=str(ckpt),
                     checkpoint_sha256=sha256_of(ckpt / "trainable.safetensors"))
     return policy, info
@@ -240,7 +188,7 @@ def check_request(suite: str, preset: str, data: str | Path | None = None, *,
 
 def run_eval(suite: str, *, model: str | None = None, checkpoint: str | None = None,
              preset: str = "cpu", out: str | Path = "eval", seed: int = 0,
-             data: str | Path | None = None, backend: str | Backend = "hf",
+             data: str | Path | None = None, backend: str | Backend = DEFAULT_BACKEND,
              max_items: int | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """What ``spadework eval`` does: check the request, load the policy, evaluate, write files."""
     suite_obj = make_suite(suite, Path(data) if data else None)

@@ -13,8 +13,9 @@ from spadework.policy.base import (
     SamplingParams,
     as_conversation,
 )
-from spadework.policy.load import BACKENDS, learner_policy, load_policy
+from spadework.policy.load import learner_policy, load_policy
 from spadework.policy.registry import DEFAULT_MODEL
+from spadework.settings.run import BACKENDS
 
 __all__ = [
     "BACKENDS", "DEFAULT_MODEL", "Completion", "Conversation", "Policy", "SamplingParams",

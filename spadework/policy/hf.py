@@ -28,7 +28,9 @@ from spadework.policy.base import (
     holds_move,
     template_has_thinking,
 )
-from spadework.seeding import derive_seed  # generator seed of (seed, conversation, sample)
+from spadework.seeding import (
+    derive_seed,  # generator seed of (seed, conversation, sample)
+)
 
 
 def token_logprobs(logits: Any, token_ids: Any, temperature: Any) -> Any:
@@ -197,6 +199,9 @@ class HFPolicy:
     otherwise ``max_tokens`` is cut to what the context has left and the completion then ends
     with ``finish_reason == "length"``.
     """
+
+    #: Its entry in the backend table (:mod:`spadework.policy.backends`).
+    backend = "hf"
 
     def __init__(
         self, model: Any, tokenizer: Any, *, max_batch_size: int = 16,

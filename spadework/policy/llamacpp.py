@@ -53,8 +53,8 @@ import contextlib
 import ctypes
 import dataclasses
 import functools
-import secrets
 import os
+import secrets
 import sys
 import threading
 import time
@@ -65,8 +65,18 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
-from spadework.policy.base import Completion, ConversationLike, SamplingParams, StreamRequest
-from spadework.policy.hf import DecodeRow, chat_prompt_ids, checked_prompts, sample_tokens
+from spadework.policy.base import (
+    Completion,
+    ConversationLike,
+    SamplingParams,
+    StreamRequest,
+)
+from spadework.policy.hf import (
+    DecodeRow,
+    chat_prompt_ids,
+    checked_prompts,
+    sample_tokens,
+)
 
 KV_TYPES = ("f32", "f16")
 
@@ -116,6 +126,9 @@ class LlamaCppPolicy:
     thread-safe across calls of one instance (a lock serialises them). ``close()`` frees the
     model; it is also a context manager.
     """
+
+    #: Its entry in the backend table (:mod:`spadework.policy.backends`).
+    backend = "llamacpp"
 
     def __init__(
         self, gguf: str | Path, tokenizer: Any, *, max_batch_size: int = 16,
@@ -614,8 +627,12 @@ def load_llamacpp_policy(
     from transformers import AutoTokenizer, GenerationConfig
 
     from spadework.policy.gguf_copy import weights_file
-
-    from spadework.policy.registry import DEFAULT_MODEL, known_models, model_dir, resolve_model
+    from spadework.policy.registry import (
+        DEFAULT_MODEL,
+        known_models,
+        model_dir,
+        resolve_model,
+    )
 
     path, local_only = resolve_model(model, cache_dir=cache_dir)
     if gguf is None:

@@ -23,35 +23,25 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError
-from spadework.settings.run import BACKENDS, split_endpoint
+from spadework.policy import backends
+from spadework.settings.run import DEFAULT_BACKEND, split_endpoint
 
 
 def load_policy(
-    backend: str = "hf", model: str | Path | None = None, *, max_batch_size: int = 16,
+    backend: str = DEFAULT_BACKEND, model: str | Path | None = None, *, max_batch_size: int = 16,
     context_length: int | None = None, device: str = "cpu", threads: int | None = None,
     kv_type: str = "f16", weights: str = "bf16", cache_dir: Path | None = None,
 ) -> Any:
-    """A ``Policy`` of ``backend`` for ``model`` (registry name, folder; ``None``: the default).
+    """A ``Policy`` of ``backend`` (a name in :mod:`spadework.policy.backends`' table) for
+    ``model`` (registry name, folder; ``None``: the default).
 
     ``device`` is for ``hf`` (``llamacpp`` runs on the CPU); ``threads``, ``kv_type`` and
-    ``weights`` are for ``llamacpp`` (see ``load_llamacpp_policy``). Raises ``ConfigError`` for an unknown backend, ``PolicyError`` when the model
-    cannot be loaded.
+    ``weights`` are for ``llamacpp`` (see ``load_llamacpp_policy``). Raises ``ConfigError`` for
+    an unknown backend, ``PolicyError`` when the model cannot be loaded.
     """
-    if backend == "hf":
-        from spadework.policy.hf import load_hf_policy
-
-        return load_hf_policy(model, device=device, max_batch_size=max_batch_size,
-                              context_length=context_length, cache_dir=cache_dir)
-    if backend == "llamacpp":
-        if device != "cpu":
-            raise ConfigError(f"the llamacpp backend runs on the CPU; got device {device!r} "
-                              "(use backend 'hf' on a GPU)")
-        from spadework.policy.llamacpp import load_llamacpp_policy
-
-        return load_llamacpp_policy(model, max_batch_size=max_batch_size,
-                                    context_length=context_length, threads=threads,
-                                    kv_type=kv_type, weights=weights, cache_dir=cache_dir)
-    raise ConfigError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    return backends.load(backend, model, backends.LoadOptions(
+        max_batch_size=max_batch_size, context_length=context_length, device=device,
+        threads=threads, kv_type=kv_type, weights=weights, cache_dir=cache_dir))
 
 
 def learner_policy(policy: Any, *, device: str = "cpu") -> Any:

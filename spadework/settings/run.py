@@ -17,7 +17,12 @@ from spadework.settings.ray import RayConfig
 from spadework.settings.reward import RewardConfig
 
 
-BACKENDS = ("hf", "llamacpp")
+#: The sampling backends a run may name: the built-in ones, and any added to the table of
+#: :mod:`spadework.policy.backends` (its ``register`` appends here).
+BACKENDS: list[str] = ["hf", "llamacpp"]
+
+#: The backend every command uses unless told otherwise (the CPU presets name ``llamacpp``).
+DEFAULT_BACKEND = "hf"
 
 
 def split_endpoint(spec: str) -> tuple[str, str]:
@@ -57,9 +62,10 @@ class RunConfig:
     every N iterations (and at the end); the latest one is always kept for resume.
     ``episode_seconds``: the sandbox's per-episode limit on time spent inside environment calls
     (the whole-episode wall budget, policy time included, is ``play.episode_seconds``).
-    ``policy_batch``: rows generated together. ``backend``: the sampler, ``llamacpp`` (the fast
-    CPU engine; the learner trains a transformers twin and each update is synced into it) or
-    ``hf`` (transformers, sampling from the module it trains). ``threads``: the llamacpp
+    ``policy_batch``: rows generated together. ``backend``: the sampler, a name in the table of
+    :mod:`spadework.policy.backends`: ``hf`` (transformers, sampling from the module it trains;
+    the default) or ``llamacpp`` (the fast CPU engine, which the CPU presets name; the learner
+    trains a transformers twin and each update is synced into it). ``threads``: the llamacpp
     engine's threads (None: half the cores this process may use, at least 1).
     ``frozen_weights``: the llamacpp weights of a role in ``frozen`` with a model of its own
     (it never trains, so nothing needs its logprobs to match a learner's): ``gguf``, the
@@ -88,7 +94,7 @@ class RunConfig:
     checkpoint_every: int = 2
     episode_seconds: float = 60.0
     policy_batch: int = 16
-    backend: str = "llamacpp"
+    backend: str = DEFAULT_BACKEND
     threads: int | None = None
     frozen_weights: str = "gguf"
     designer_model: str | None = None

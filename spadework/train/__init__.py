@@ -4,15 +4,15 @@ Designer samples are built by :mod:`spadework.designer.credit`. Heavy imports (t
 happen inside the functions that need them; importing this package is cheap.
 """
 
-from spadework.train.batch import Assembly, Sample, agent_assembly
-from spadework.train.grpo import Learner, TrainConfig
-from spadework.train.sync import (
+from spadework.policy.backends import weight_sync_for
+from spadework.policy.sync import (
     InProcessSync,
     LlamaCppLoraSync,
     VLLMLoraSync,
     WeightSync,
-    weight_sync_for,
 )
+from spadework.train.batch import Assembly, Sample, agent_assembly
+from spadework.train.grpo import Learner, TrainConfig
 
 __all__ = [
     "Assembly", "InProcessSync", "Learner", "LlamaCppLoraSync", "Sample", "TrainConfig",

@@ -42,9 +42,10 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+
 from spadework.reward import episode_return, group_zscore, shaped_return
-from spadework.types import ARMS, Episode, Sampling
 from spadework.settings.run import ROLES
+from spadework.types import ARMS, Episode, Sampling
 
 #: Episode statuses whose plays are trained on (the others are the environment's or sampler's fault).
 TRAINABLE_STATUSES = ("completed", "truncated")

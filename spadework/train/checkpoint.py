@@ -34,7 +34,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from spadework.errors import ArchiveError, ConfigError
+from spadework.errors import ArchiveError, ConfigError, PolicyError
 
 MARKER = "learner.json"
 LATEST = "latest.json"
@@ -202,3 +202,38 @@ def checkpoint_meta(root: Path) -> dict[str, Any]:
     if found is None or not (found[1] / "run.json").is_file():
         return {}
     return json.loads((found[1] / "run.json").read_text())
+
+
+# -- a run's checkpoint applied to a sampler, for evaluation -----------------------------------
+
+
+def apply_checkpoint(policy: Any, ckpt: Path, *, merge: bool = True) -> None:
+    """Load a run's trainable weights into ``policy.model`` for inference: a LoRA adapter is
+    merged into the base weights (sampling then costs what the base model costs; ``merge=False``
+    keeps it a ``PeftModel``); a full fine-tune's weights are copied by name."""
+    model = getattr(policy, "model", None)
+    if model is None:
+        raise PolicyError("a checkpoint needs a backend that holds the model in process "
+                        "(the transformers backend, `hf`)")
+    if (ckpt / "adapter").is_dir():
+        import warnings
+
+        from peft import PeftModel
+
+        with warnings.catch_warnings():  # transformers' deprecation notes, not the user's concern
+            warnings.simplefilter("ignore")
+            peft = PeftModel.from_pretrained(model, str(ckpt / "adapter"))
+        policy.model = peft.merge_and_unload() if merge else peft
+        return
+    import torch
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(ckpt / "trainable.safetensors"))
+    params = dict(model.named_parameters())
+    unknown = sorted(set(tensors) - set(params))
+    if unknown:
+        raise PolicyError(f"checkpoint {ckpt} has weights the model lacks ({unknown[:3]}): was it "
+                        "trained from another base model? pass --model")
+    with torch.no_grad():
+        for name, t in tensors.items():
+            params[name].copy_(t.to(params[name].dtype))

@@ -17,16 +17,17 @@ sampling. Three implementations:
   and swaps it in on top of the unchanged quantised base. Never a merge into the quantised
   weights: re-quantising every update would round small updates away and drift the base.
 
-:func:`weight_sync_for` picks the one that fits a sampler.
+:func:`spadework.policy.backends.weight_sync_for` picks the one that fits a sampler (the
+backend table says which).
 """
 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -140,24 +141,3 @@ class LlamaCppLoraSync:
         self.last_seconds = time.perf_counter() - start
 
 
-def weight_sync_for(policy: Any, learner: Any) -> WeightSync:
-    """The ``WeightSync`` that moves ``learner``'s weights into ``policy`` (the sampler).
-
-    A policy that samples from the module the learner trains (``HFPolicy`` trained in place,
-    or any policy whose ``model`` is the learner's): :class:`InProcessSync`. ``LlamaCppPolicy``:
-    :class:`LlamaCppLoraSync`. An ``OpenAIPolicy`` needs a server-side setup (see
-    :class:`VLLMLoraSync`), so it is refused here with that advice.
-    """
-    from spadework.policy.llamacpp import LlamaCppPolicy
-    from spadework.policy.openai import OpenAIPolicy
-
-    if isinstance(policy, LlamaCppPolicy):
-        return LlamaCppLoraSync(policy)
-    if getattr(policy, "model", None) is learner.model:
-        return InProcessSync(policy)
-    if isinstance(policy, OpenAIPolicy):
-        raise ConfigError("an OpenAI-compatible sampler needs a server-side sync: build "
-                          "VLLMLoraSync(base_url, adapter_dir, policy=...) yourself")
-    raise ConfigError(f"no weight sync for a {type(policy).__name__} whose module is not the "
-                      "learner's; build the Learner on learner_policy(policy) "
-                      "(spadework.policy.load)")
