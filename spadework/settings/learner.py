@@ -39,7 +39,7 @@ class TrainConfig:
     positions at a time, each chunk recomputed in the backward pass, so that the full-vocabulary
     logits are never held for a whole micro-batch (Qwen2.5's 151,936 columns in fp32 are 0.6 MB a
     position, and the one-pass softmax, its gradient and the entropy held about six such copies);
-    0 runs them in one pass. The maths is the same either way (:func:`selected_logprobs`).
+    0 runs them in one pass. The maths is the same either way (:func:`spadework.train.forward.selected_logprobs`).
     ``mmap_threshold``: from the learner's construction on, the process's ``malloc`` serves
     blocks of at least this many bytes by ``mmap``, so that a step's freed activations leave
     memory instead of staying resident in a fragmented heap (:mod:`spadework.train.heap`: a

@@ -108,7 +108,7 @@ def merge_figures(dp: DataParallel, sums: Counter[str], by_role: dict[str, Count
 def fully_shard_model(model: Any, dp: DataParallel, logprobs: Callable[..., Any]) -> Any:
     """FSDP over ``dp``'s replicas: each decoder layer its own unit, and a root module whose
     forward is ``logprobs(model, ids, attn, select, targets, temps, chunk, entropy, compute)``
-    (``grpo.selected_logprobs``: the learner runs the decoder and the LM head separately, so the
+    (``forward.selected_logprobs``: the learner runs the decoder and the LM head separately, so the
     model's own forward, where a root's hooks would sit, is never called).
     FSDP averages the replicas' gradients; the learner scales each replica's loss by the number
     of replicas before its backward pass, so that the result is their sum, as the loss weights
