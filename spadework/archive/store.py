@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.archive import rows as R
+from spadework.archive.connect import connect, read_only, version
 from spadework.archive.records import (
     DesignAttempt,
     EnvRecord,
@@ -49,7 +50,7 @@ from spadework.archive.records import (
     report_to_json,
     to_json,
 )
-from spadework.archive.schema import SCHEMA_VERSION, check_version, migrate
+from spadework.archive.schema import SCHEMA_VERSION, migrate
 from spadework.errors import ArchiveError
 from spadework.types import Episode
 
@@ -64,62 +65,6 @@ def archive_path(run_dir: str | Path) -> Path:
     'runs/a/archive.sqlite'
     """
     return Path(run_dir) / ARCHIVE_FILENAME
-
-
-def _wal(conn: sqlite3.Connection, busy_timeout_s: float) -> str:
-    """Switch to WAL, retrying while another connection holds the lock: SQLite answers "database
-    is locked" to a concurrent journal-mode change at once, without its busy handler."""
-    deadline = time.monotonic() + busy_timeout_s
-    while True:
-        try:
-            return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-
-
-def _connect_read_only(path: Path, busy_timeout_s: float) -> tuple[sqlite3.Connection, str]:
-    """A read-only connection to ``path`` (``mode=ro``, else ``immutable=1``) and a note."""
-    from urllib.parse import quote
-
-    target = quote(str(path.resolve()))
-    tries = ((f"file:{target}?mode=ro", ""),
-             (f"file:{target}?immutable=1", f"{path} was opened as immutable (its folder is not "
-              "writable and it has no -shm file): commits of a run still writing it are not seen"))
-    last: sqlite3.Error | None = None
-    for uri, note in tries:
-        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, isolation_level=None,
-                               check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn, note
-        except sqlite3.DatabaseError as e:
-            conn.close()
-            last = e
-            if "not a database" in str(e):
-                break
-    raise ArchiveError(f"cannot read {path}: {last} (is it a spadework archive?)")
-
-
-def _connect(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
-                           check_same_thread=False)
-    conn.row_factory = sqlite3.Row
-    try:
-        check_version(conn, str(path))  # refuse another program's file before changing anything
-        mode = _wal(conn, busy_timeout_s)
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-    except (sqlite3.DatabaseError, ArchiveError):
-        conn.close()
-        raise
-    if str(mode).lower() != "wal":
-        conn.close()
-        raise ArchiveError(f"{path}: SQLite refused WAL mode (got {mode!r}); put the archive on a "
-                           "local filesystem")
-    return conn
 
 
 class Archive:
@@ -151,11 +96,11 @@ class Archive:
             except OSError as e:
                 raise ArchiveError(f"cannot create the folder of {path}: {e.strerror or e}") from e
         try:
-            conn = _connect(path, busy_timeout_s)
+            conn = connect(path, busy_timeout_s)
         except sqlite3.Error as e:
             raise ArchiveError(f"cannot open {path} as an archive: {e}") from e
         try:
-            found = migrate(conn, str(path), backup=path.with_name(f"{path.name}.v{_version(conn)}.bak"))
+            found = migrate(conn, str(path), backup=path.with_name(f"{path.name}.v{version(conn)}.bak"))
         except (sqlite3.Error, ArchiveError) as e:
             conn.close()
             if isinstance(e, ArchiveError):
@@ -174,32 +119,7 @@ class Archive:
         :attr:`note` then says that a live writer's recent commits are not seen.
         """
         path = Path(path)
-        if not path.exists():
-            raise ArchiveError(f"no archive at {path}; give --db FILE or --run-dir DIR of a run")
-        if not path.is_file():
-            raise ArchiveError(f"{path} is a directory, not an archive file; give --db FILE or "
-                               "--run-dir DIR")
-        if path.stat().st_size == 0:
-            raise ArchiveError(f"{path} is an empty file, not a spadework archive")
-        conn, note = _connect_read_only(path, busy_timeout_s)
-        try:
-            found = check_version(conn, str(path))
-            if found == 0:
-                raise ArchiveError(f"{path} is an SQLite file but not a spadework archive")
-            if found < SCHEMA_VERSION:
-                memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-                conn.backup(memory)
-                conn.close()
-                conn = memory
-                conn.row_factory = sqlite3.Row
-                migrate(conn, str(path))
-            conn.execute("PRAGMA query_only = ON")
-        except sqlite3.Error as e:
-            conn.close()
-            raise ArchiveError(f"cannot read {path} as an archive: {e}") from e
-        except ArchiveError:
-            conn.close()
-            raise
+        conn, note, found = read_only(path, busy_timeout_s)
         archive = cls(conn, path, found)
         archive.note = note
         return archive
@@ -569,5 +489,3 @@ def _env_filter(columns: str, status: str | None, skill: str | None, setting: st
     return sql, params
 
 
-def _version(conn: sqlite3.Connection) -> int:
-    return conn.execute("PRAGMA user_version").fetchone()[0]
