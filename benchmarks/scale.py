@@ -57,10 +57,10 @@ def main() -> None:
     from starters import starter_records
 
     from spadework.distributed.cluster import connect
-    from spadework.settings.ray import RayConfig
     from spadework.distributed.rollout import RayPlayer
     from spadework.rollout import PlayConfig, play, regret_jobs
     from spadework.sandbox import Limits, Sandbox
+    from spadework.settings.ray import RayConfig
 
     envs = [r.source for r in starter_records(args.max_turns) if r.setting == "games"]
     jobs = [j for e in envs for j in regret_jobs(e, None, run_seed=3, plays=args.plays)]

@@ -23,7 +23,6 @@ from spadework.reward import LearningPotential, RewardConfig, regret, win_rate
 from spadework.settings.reward import VARIANTS
 from spadework.types import Episode, Sampling
 
-
 # designer_reward --------------------------------------------------------------------------------
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from spadework.settings.ray import RayConfig
 from spadework.distributed.plan import format_plan, placement_plan
 from spadework.errors import ConfigError
+from spadework.settings.ray import RayConfig
 
 ray = pytest.importorskip("ray")
 TESTS = Path(__file__).resolve().parent

@@ -38,13 +38,7 @@ def eval_cmd(
         typer.echo("error: give --suite NAME (see `spadework eval list`), or a subcommand", err=True)
         raise typer.Exit(2)
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from spadework.evaluate.run import check_request, run_eval
     from spadework.evaluate.summary import summary_lines

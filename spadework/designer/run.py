@@ -36,12 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from spadework.archive.records import (
-    ACCEPTED,
-    DesignAttempt,
-    EnvRecord,
-    GroundingDocument,
-)
+from spadework.archive.records import ACCEPTED, DesignAttempt, EnvRecord, GroundingDocument
 from spadework.corpus import truncate_words
 from spadework.designer.credit import trained_at_birth
 from spadework.designer.examples import GAMES_EXAMPLE, prompt_examples

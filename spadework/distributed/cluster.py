@@ -14,9 +14,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from spadework.settings.ray import RayConfig
 from spadework.distributed.plan import Placement, placement_plan
 from spadework.errors import ConfigError
+from spadework.settings.ray import RayConfig
 
 
 def require_ray() -> Any:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spadework.settings.ray import RayConfig
 from spadework.errors import ConfigError
+from spadework.settings.ray import RayConfig
 
 #: Parameter counts of the paper presets' models (for the learner's memory estimate).
 KNOWN_PARAMS = {"Qwen/Qwen3-4B": 4.0e9, "Qwen/Qwen3-30B": 30.5e9}

@@ -54,6 +54,15 @@ from dataclasses import replace
 from typing import Any
 
 from spadework.env.budget import Budget, BudgetedHandle, CheckProgress, ProgressFn
+from spadework.env.contract import MAX_LEVELS
+from spadework.env.novelty import Match, NoveltyIndex, most_similar
+from spadework.env.probe import answer_of, call_env, where_in_env
+from spadework.env.readable import readable_stage
+from spadework.env.solvable import SolutionLoss, solution_losses, solvable_seeds, solvable_stage
+from spadework.env.stages import contract_stage, determinism_stage, not_trivial_stage, trivial_rates
+from spadework.env.static import check_static
+from spadework.env.visible import visible_stage
+from spadework.errors import ContractError, EnvError, EnvLoadError, EnvTimeout, ExtractError
 from spadework.settings.check import (
     MAX_SEEDS,
     MAX_TURNS,
@@ -63,15 +72,6 @@ from spadework.settings.check import (
     validate_count,
     validate_seconds,
 )
-from spadework.env.novelty import Match, NoveltyIndex, most_similar
-from spadework.env.contract import MAX_LEVELS
-from spadework.env.probe import answer_of, call_env, where_in_env
-from spadework.env.solvable import SolutionLoss, solution_losses, solvable_seeds, solvable_stage
-from spadework.env.readable import readable_stage
-from spadework.env.stages import contract_stage, determinism_stage, not_trivial_stage, trivial_rates
-from spadework.env.static import check_static
-from spadework.env.visible import visible_stage
-from spadework.errors import ContractError, EnvError, EnvLoadError, EnvTimeout, ExtractError
 from spadework.types import CheckReport, CheckResult, env_id_of
 
 __all__ = [

@@ -20,10 +20,10 @@ the call format into every observation, so the stage checks games only.
 from __future__ import annotations
 
 from spadework.env.budget import Budget
-from spadework.settings.check import CheckConfig
 from spadework.env.gameenv.boxes import box, boxes, is_placeholder
 from spadework.env.probe import Opener, do_reset, do_step, short
 from spadework.errors import ContractError
+from spadework.settings.check import CheckConfig
 
 #: A reply with no box at all (what a small model writes when it forgets the format).
 MALFORMED = "I am not sure which move to make."

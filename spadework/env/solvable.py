@@ -14,10 +14,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from spadework.env.budget import Budget
-from spadework.settings.check import CheckConfig
-from spadework.env.probe import FORMATTED, EnvHandle, Opener, call_env, do_reset, do_step, short, solution_actions
+from spadework.env.probe import (
+    FORMATTED,
+    EnvHandle,
+    Opener,
+    call_env,
+    do_reset,
+    do_step,
+    short,
+    solution_actions,
+)
 from spadework.errors import CheckBudgetExceeded, ContractError, EnvError
 from spadework.seeding import derive_seed, episode_seed
+from spadework.settings.check import CheckConfig
 
 
 def solvable_seeds(seed: int, env_id: str, n: int) -> list[int]:

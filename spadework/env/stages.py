@@ -15,7 +15,6 @@ import random
 from collections.abc import Callable
 
 from spadework.env.budget import Budget
-from spadework.settings.check import CheckConfig
 from spadework.env.probe import (
     REPEATED,
     EnvHandle,
@@ -33,6 +32,7 @@ from spadework.env.probe import (
     tool_names,
 )
 from spadework.errors import ContractError, EnvRaised
+from spadework.settings.check import CheckConfig
 
 
 def contract_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None = None) -> str:

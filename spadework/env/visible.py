@@ -31,10 +31,10 @@ import json
 from collections.abc import Sequence
 
 from spadework.env.budget import Budget
-from spadework.settings.check import CheckConfig
 from spadework.env.gameenv.boxes import extract_boxed
 from spadework.env.probe import Opener, call_env, do_reset, do_step, short, solution_actions
 from spadework.errors import ContractError
+from spadework.settings.check import CheckConfig
 
 #: What a rejection asks the designer to change.
 FIX = ("every move of solution() must follow from what the agent has been shown: put the numbers "

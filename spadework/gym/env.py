@@ -36,12 +36,12 @@ import gymnasium
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.error import ResetNeeded
 
-from spadework.settings.check import CheckConfig
 from spadework.env.probe import validate_reset, validate_step
 from spadework.errors import ConfigError, EnvError
 from spadework.gym.registration import ENTRY_POINT, NAMESPACE, gym_id
 from spadework.gym.source import Resolved, resolve
 from spadework.gym.spaces import require_in, text_space
+from spadework.settings.check import CheckConfig
 from spadework.types import EnvSource
 
 #: The longest observation, by default: the checker's cap, so a checked environment fits.

@@ -6,13 +6,7 @@ libraries or open sockets, so they are imported by ``load_policy`` when called, 
 modules (``spadework.policy.hf``, ``spadework.policy.llamacpp``, ``spadework.policy.openai``).
 """
 
-from spadework.policy.base import (
-    Completion,
-    Conversation,
-    Policy,
-    SamplingParams,
-    as_conversation,
-)
+from spadework.policy.base import Completion, Conversation, Policy, SamplingParams, as_conversation
 from spadework.policy.load import learner_policy, load_policy
 from spadework.policy.registry import DEFAULT_MODEL
 from spadework.settings.run import BACKENDS

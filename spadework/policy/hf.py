@@ -28,9 +28,7 @@ from spadework.policy.base import (
     holds_move,
     template_has_thinking,
 )
-from spadework.seeding import (
-    derive_seed,  # generator seed of (seed, conversation, sample)
-)
+from spadework.seeding import derive_seed  # generator seed of (seed, conversation, sample)
 
 
 def token_logprobs(logits: Any, token_ids: Any, temperature: Any) -> Any:

@@ -65,18 +65,8 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
-from spadework.policy.base import (
-    Completion,
-    ConversationLike,
-    SamplingParams,
-    StreamRequest,
-)
-from spadework.policy.hf import (
-    DecodeRow,
-    chat_prompt_ids,
-    checked_prompts,
-    sample_tokens,
-)
+from spadework.policy.base import Completion, ConversationLike, SamplingParams, StreamRequest
+from spadework.policy.hf import DecodeRow, chat_prompt_ids, checked_prompts, sample_tokens
 
 KV_TYPES = ("f32", "f16")
 
@@ -627,12 +617,7 @@ def load_llamacpp_policy(
     from transformers import AutoTokenizer, GenerationConfig
 
     from spadework.policy.gguf_copy import weights_file
-    from spadework.policy.registry import (
-        DEFAULT_MODEL,
-        known_models,
-        model_dir,
-        resolve_model,
-    )
+    from spadework.policy.registry import DEFAULT_MODEL, known_models, model_dir, resolve_model
 
     path, local_only = resolve_model(model, cache_dir=cache_dir)
     if gguf is None:

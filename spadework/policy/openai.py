@@ -27,12 +27,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from spadework.errors import PolicyError
-from spadework.policy.base import (
-    Completion,
-    ConversationLike,
-    SamplingParams,
-    as_conversation,
-)
+from spadework.policy.base import Completion, ConversationLike, SamplingParams, as_conversation
 from spadework.policy.hf import chat_prompt_ids
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}

@@ -16,7 +16,6 @@ from spadework.settings.play import PlayConfig
 from spadework.settings.ray import RayConfig
 from spadework.settings.reward import RewardConfig
 
-
 #: The sampling backends a run may name: the built-in ones, and any added to the table of
 #: :mod:`spadework.policy.backends` (its ``register`` appends here).
 BACKENDS: list[str] = ["hf", "llamacpp"]

@@ -5,12 +5,7 @@ happen inside the functions that need them; importing this package is cheap.
 """
 
 from spadework.policy.backends import weight_sync_for
-from spadework.policy.sync import (
-    InProcessSync,
-    LlamaCppLoraSync,
-    VLLMLoraSync,
-    WeightSync,
-)
+from spadework.policy.sync import InProcessSync, LlamaCppLoraSync, VLLMLoraSync, WeightSync
 from spadework.train.batch import Assembly, Sample, agent_assembly
 from spadework.train.grpo import Learner, TrainConfig
 

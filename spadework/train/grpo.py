@@ -46,12 +46,7 @@ from typing import Any
 from spadework.errors import ConfigError
 from spadework.settings.learner import TrainConfig
 from spadework.train.batch import ROLES, Sample
-from spadework.train.forward import (
-    micro_batches,
-    pack,
-    resolve_compute,
-    selected_logprobs,
-)
+from spadework.train.forward import micro_batches, pack, resolve_compute, selected_logprobs
 from spadework.train.heap import bound_heap
 from spadework.train.loss import grpo_token_loss, token_weights
 from spadework.train.parallel import (

@@ -143,10 +143,7 @@ def whole(t: Any) -> Any:
 
 def sharded_optimizer_state(root: Any, optimizer: Any) -> dict[str, Any]:
     """A sharded optimizer's whole state, by parameter name (every replica must call it)."""
-    from torch.distributed.checkpoint.state_dict import (
-        StateDictOptions,
-        get_optimizer_state_dict,
-    )
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
 
     return get_optimizer_state_dict(root, optimizer, options=StateDictOptions(full_state_dict=True,
                                                                              cpu_offload=True))
@@ -154,10 +151,7 @@ def sharded_optimizer_state(root: Any, optimizer: Any) -> dict[str, Any]:
 
 def load_sharded_optimizer_state(root: Any, optimizer: Any, state: dict[str, Any]) -> None:
     """Inverse of :func:`sharded_optimizer_state`: each replica keeps its shard of ``state``."""
-    from torch.distributed.checkpoint.state_dict import (
-        StateDictOptions,
-        set_optimizer_state_dict,
-    )
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
     set_optimizer_state_dict(root, optimizer, optim_state_dict=state,
                              options=StateDictOptions(full_state_dict=True))
