@@ -57,7 +57,7 @@ def main() -> None:
     import torch
 
     from spadework.policy import SamplingParams
-    from spadework.policy.llamacpp import load_llamacpp_policy
+    from spadework.policy.llamacpp_load import load_llamacpp_policy
     from spadework.policy.load import learner_policy
     from spadework.train import Learner, TrainConfig
 

@@ -28,7 +28,7 @@ class LoadOptions:
     """What a command may ask of a backend when it loads a model; a backend reads the fields
     it has a use for. ``device``: cpu or cuda[:N] (a CPU-only backend refuses another);
     ``threads``, ``kv_type``, ``weights``: the llama.cpp engine's (see
-    :func:`~spadework.policy.llamacpp.load_llamacpp_policy`)."""
+    :func:`~spadework.policy.llamacpp_load.load_llamacpp_policy`)."""
 
     max_batch_size: int = 16
     context_length: int | None = None
@@ -150,7 +150,7 @@ def _checkpoint_hf(policy: Any, ckpt: Path) -> None:
 
 
 def _load_llamacpp(model: str | Path | None, o: LoadOptions) -> Any:
-    from spadework.policy.llamacpp import load_llamacpp_policy
+    from spadework.policy.llamacpp_load import load_llamacpp_policy
 
     return load_llamacpp_policy(model, max_batch_size=o.max_batch_size,
                                 context_length=o.context_length, threads=o.threads,

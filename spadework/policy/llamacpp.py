@@ -7,44 +7,11 @@ time on top of an unchanged quantised base (so weight sync is a few MB, see
 :mod:`spadework.policy.gguf_lora`), and ``llama-cpp-python`` exposes its low-level API
 (batches of several sequences, per-row logits).
 
-How it keeps the Policy contract:
-
-- **Token ids are the learner's.** Prompts are rendered and tokenised by the HF tokenizer of the
-  converted model (``chat_prompt_ids``, the same call as ``HFPolicy``) and fed to llama.cpp as
-  ids; text is decoded by the same tokenizer. The GGUF and the converted folder share one
-  vocabulary (the folder was converted from this GGUF); the constructor checks the sizes agree.
-- **Sampling and logprobs are ours.** llama.cpp returns fp32 logits; the token is drawn by
-  ``spadework.policy.hf.sample_tokens`` from a generator seeded per (seed, conversation,
-  sample), and its logprob is ``log_softmax(logits / T)`` before top-k/top-p: exactly the
-  convention of :mod:`spadework.policy.base`, and a row's tokens do not depend on its neighbours
-  (up to float rounding).
-- **Many conversations at once**: continuous batching. Up to ``max_batch_size`` rows decode
-  together, each its own llama.cpp sequence; a finished row frees its sequence and the next
-  waiting row's prompt is prefilled in the same ``llama_decode`` as the others' next tokens.
-  ``stream`` extends this across calls: the caller's ``on_done`` gets each reply as it
-  finishes and hands back the next request (an episode's next turn, a design's repair), which
-  joins the batch at the next step, so no conversation waits for the slowest of its turn.
-- The KV cache is sized to the call (grown, never shrunk, doubling): ``rows x (longest prompt
-  + budget)`` cells, or what a stream's caller expects (``cells``); ``release()`` frees it
-  (the run does before the learner's step) and the next call makes it at the size it had.
-  ``kv_type`` ``"f16"`` (default) or ``"f32"``; attention runs as flash attention.
-- **Prefixes are reused across calls.** A finished row's cells stay in its sequence; the next
-  call gives each prompt the free sequence holding the longest common prefix and prefills only
-  the rest (in a stream, the sequence of the request's ``key``: a conversation keeps its own
-  even when new ones start beside it). A multi-turn episode's next prompt is its previous prompt plus the reply and the new
-  observation, so each turn prefills tens of tokens, not the whole conversation again. Changing
-  the adapter (a weight sync), growing the context and a failed call drop every cached prefix.
-
-Precision, and the off-policy figure it gives (``tests/policy/test_llamacpp.py``): by default
-the engine samples from a BF16 copy of the GGUF's dequantised weights
-(:mod:`spadework.policy.gguf_copy`), the learner trains on their exact fp32 dequantisation, and
-the LoRA tensors are F32, the KV cache F16. What is left between them is BF16 rounding of the
-weights and summation order. Measured at T = 0.7 on the default model over 640 sampled tokens:
-mean per-token ``|lp_learner - lp_engine|`` 0.012 nats (p99 0.085, max 0.11), mean importance
-ratio ``exp(lp_learner - lp_engine)`` 1.0004; the test holds the mean ratio to 1 +- 0.01.
-``weights="f16"`` is closer (0.002 mean, 0.03 max) and about 30% slower in batches of 16;
-the Q4_1 file itself (``weights="gguf"``) rounds activations to 8 bits (0.06 mean, 0.4 max) and
-has no batched kernel. Truncated importance sampling (cap 2) corrects what is left.
+How it keeps the Policy contract (token ids are the learner's, sampling and logprobs are
+spadework's own, continuous batching across calls, a KV cache sized to the call, prefixes reused
+across calls) and how close it stays to the learner (BF16 copy of the weights, F32 LoRA, F16
+cache; measured in ``tests/policy/test_llamacpp.py``): docs/engine.md, "How the engine keeps the
+Policy contract".
 """
 
 from __future__ import annotations
@@ -52,55 +19,21 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import functools
-import os
 import secrets
 import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams, StreamRequest
-from spadework.policy.hf import DecodeRow, chat_prompt_ids, checked_prompts, sample_tokens
+from spadework.policy.hf import chat_prompt_ids, checked_prompts, sample_tokens
+from spadework.policy.llamacpp_lib import Row, context_params, default_threads, llama
 
 KV_TYPES = ("f32", "f16")
-
-
-def _quiet_log(level: int, text: bytes, user_data: Any) -> None:
-    """llama.cpp logs model loading at INFO to stderr; failures come back as ``PolicyError``."""
-
-
-def _llama() -> Any:
-    """The ``llama_cpp`` module, imported on first use (it loads a shared library), with
-    llama.cpp's logging silenced and its backend initialised."""
-    try:
-        import llama_cpp
-    except ImportError as e:
-        raise PolicyError("the llama.cpp backend needs llama-cpp-python; run `make setup` "
-                          "(or pip install -e '.[models]')") from e
-    _silence(llama_cpp)
-    return llama_cpp
-
-
-@functools.cache
-def _silence(ll: Any) -> Any:
-    """Install the quiet log callback once per process. Cached, never freed: llama.cpp keeps
-    the pointer for good, so a callback owned by one policy would dangle once it is collected."""
-    callback = ll.llama_log_callback(_quiet_log)
-    ll.llama_log_set(callback, ctypes.c_void_p(0))
-    ll.llama_backend_init()
-    return callback
-
-
-def default_threads() -> int:
-    """Half the cores this process may use, at least 1 (one on this project's 2-core machines,
-    where two threads ran 1.7x faster on a quiet machine and 8x slower on a busy one)."""
-    return max(1, len(os.sched_getaffinity(0)) // 2)
 
 
 class LlamaCppPolicy:
@@ -141,7 +74,7 @@ class LlamaCppPolicy:
         self.kv_type = kv_type
         self.flash_attn = flash_attn
         self._lock = threading.Lock()
-        self._ll = _llama()
+        self._ll = llama()
         mparams = self._ll.llama_model_default_params()
         self._model = self._ll.llama_model_load_from_file(str(self.gguf).encode(), mparams)
         if not self._model:
@@ -200,12 +133,12 @@ class LlamaCppPolicy:
             return []
         base_seed = params.seed if params.seed is not None else secrets.randbits(63)
         pairs = [(i, j) for i in range(len(prompts)) for j in range(params.n)]
-        rows = [_Row(prompts[i], min(params.max_tokens, self._context - len(prompts[i])),
+        rows = [Row(prompts[i], min(params.max_tokens, self._context - len(prompts[i])),
                      params.sample_seed(base_seed, i, j), params.stop_at_move, None, k)
                 for k, (i, j) in enumerate(pairs)]
         done: list[Completion | None] = [None] * len(rows)
 
-        def finish(row: _Row) -> list[_Row]:
+        def finish(row: Row) -> list[Row]:
             done[row.tag] = self._completion(row, params)
             return []
 
@@ -240,7 +173,7 @@ class LlamaCppPolicy:
         """
         from spadework.seeding import derive_seed
 
-        def rows_of(reqs: Iterable[StreamRequest]) -> list[_Row]:
+        def rows_of(reqs: Iterable[StreamRequest]) -> list[Row]:
             out, todo = [], deque(reqs)
             while todo:
                 q = todo.popleft()
@@ -250,11 +183,11 @@ class LlamaCppPolicy:
                     todo.extend(on_done(q, e))
                     continue
                 budget = params.max_tokens if q.max_tokens is None else q.max_tokens
-                out.append(_Row(prompt, min(budget, self._context - len(prompt)),
+                out.append(Row(prompt, min(budget, self._context - len(prompt)),
                                 derive_seed(q.seed, 0), q.stop_at_move, q.key, q))
             return out  # derive_seed(seed, 0): the draw of chat's row j = 0 for row seed ``seed``
 
-        def finish(row: _Row) -> list[_Row]:
+        def finish(row: Row) -> list[Row]:
             return rows_of(on_done(row.tag, self._completion(row, params)))
 
         with self._lock:
@@ -427,16 +360,7 @@ class LlamaCppPolicy:
         n_seq = max(n_seq, have_seq)
         cells = max(cells, 2 * have_cells) if cells > have_cells else have_cells
         cells = min(-(-cells // 256) * 256, self._context)
-        p = ll.llama_context_default_params()
-        p.n_ctx = n_seq * cells
-        p.n_batch = n_seq * cells  # a step may prefill every waiting prompt at once
-        p.n_seq_max = n_seq
-        p.n_threads = p.n_threads_batch = self.threads
-        p.kv_unified = False  # one KV stream per sequence: attention reads only its own cells
-        p.type_k = p.type_v = ll.GGML_TYPE_F32 if self.kv_type == "f32" else ll.GGML_TYPE_F16
-        p.flash_attn_type = (ll.LLAMA_FLASH_ATTN_TYPE_ENABLED if self.flash_attn
-                             else ll.LLAMA_FLASH_ATTN_TYPE_DISABLED)
-        p.no_perf = True
+        p = context_params(ll, n_seq, cells, self.threads, self.kv_type, self.flash_attn)
         ctx = ll.llama_init_from_model(self._model, p)
         if not ctx:
             raise PolicyError(f"llama.cpp could not create a context of {n_seq} x {cells} cells "
@@ -444,12 +368,12 @@ class LlamaCppPolicy:
         self._ctx, self._ctx_shape = ctx, (n_seq, cells)
         self._apply_adapter()  # (and _forget: the new context holds nothing)
 
-    def _completion(self, row: _Row, params: SamplingParams) -> Completion:
+    def _completion(self, row: Row, params: SamplingParams) -> Completion:
         return dataclasses.replace(row.out.completion(row.prompt, self, params.stop),
                                    metadata={"backend": "llamacpp", "seconds": row.seconds})
 
-    def _run(self, first: list[_Row], params: SamplingParams,
-             finish: Callable[[_Row], list[_Row]], cells: int = 0) -> None:
+    def _run(self, first: list[Row], params: SamplingParams,
+             finish: Callable[[Row], list[Row]], cells: int = 0) -> None:
         """Decode ``first`` and every row ``finish`` adds, continuously: each step feeds every
         active row its last token and prefills waiting rows into the free sequences, in one
         ``llama_decode``. A waiting row that needs more cells than a sequence has grows the
@@ -463,7 +387,7 @@ class LlamaCppPolicy:
         self._ensure_context(min(self.max_batch_size, len(first)),
                              max(cells, *(r.cells for r in first)))
         free = list(range(self._ctx_shape[0]))
-        active: list[_Row] = []  # rows with a sampled token not yet fed
+        active: list[Row] = []  # rows with a sampled token not yet fed
         batch = ll.llama_batch_init(self._ctx_shape[0] * self._ctx_shape[1], 0, 1)
         ok = False
         try:
@@ -481,7 +405,7 @@ class LlamaCppPolicy:
                     for r in active:
                         r.seq = -1
                 entries: list[tuple[int, int, int, bool]] = []  # token, pos, seq, wants logits
-                outs: list[_Row] = []  # rows that get a token this step
+                outs: list[Row] = []  # rows that get a token this step
                 at: list[int] = []  # the batch index of each one's logits
                 fed: list[int] = []  # tokens each row feeds this step
                 for r in active:
@@ -567,75 +491,4 @@ class LlamaCppPolicy:
             raise PolicyError(f"llama_decode failed with code {rc} on a batch of {len(entries)} "
                               "tokens (1: no room in the KV cache; < 0: an internal error)")
 
-
-@dataclass(eq=False)
-class _Row:
-    """One reply being decoded (local to :meth:`LlamaCppPolicy._run`): its prompt, token budget,
-    sampler, move to stop at, stream key, the caller's ``tag``, its sequence and its share of
-    the engine's seconds."""
-
-    prompt: list[int]
-    budget: int
-    seed: int
-    move: str | None
-    key: Any
-    tag: Any
-    seq: int = -1
-    seconds: float = 0.0
-
-    def __post_init__(self) -> None:
-        import torch
-
-        self.gen = torch.Generator().manual_seed(self.seed)
-        self.out = DecodeRow(self.budget)
-
-    @property
-    def cells(self) -> int:
-        """KV cells the row may need: its prompt and its whole budget."""
-        return len(self.prompt) + self.budget
-
-
-def load_llamacpp_policy(
-    model: str | Path | None = None, *, max_batch_size: int = 16,
-    context_length: int | None = None, threads: int | None = None, kv_type: str = "f16",
-    flash_attn: bool = True, weights: str = "bf16", gguf: str | Path | None = None,
-    cache_dir: Path | None = None,
-) -> LlamaCppPolicy:
-    """A ``LlamaCppPolicy`` for a registry model (its pulled GGUF and converted tokenizer).
-
-    ``model`` is a registry name (default: the default model; pulled first if licensed) or a
-    converted folder; a folder needs ``gguf=`` naming the GGUF it was converted from (a hub id
-    has no GGUF here). Nothing is downloaded except a licensed registry pull.
-
-    ``weights``: ``"bf16"`` (default) or ``"f16"`` sample from a 16-bit copy of the GGUF's
-    dequantised weights, made once beside it (:mod:`spadework.policy.gguf_copy`: faster in
-    batches and much closer to the learner; BF16 is the faster of the two, F16 the closer);
-    ``"q8_0"`` from an 8-bit copy of them (half the memory of BF16; on the 0.5B it decodes
-    small batches faster but prefills 1.8x slower, and drifts about 3x further from the
-    learner, ``benchmarks/drift.py``); ``"gguf"`` samples from the quantised file itself.
-    """
-    from transformers import AutoTokenizer, GenerationConfig
-
-    from spadework.policy.gguf_copy import weights_file
-    from spadework.policy.registry import DEFAULT_MODEL, known_models, model_dir, resolve_model
-
-    path, local_only = resolve_model(model, cache_dir=cache_dir)
-    if gguf is None:
-        name = str(model) if model is not None else DEFAULT_MODEL
-        if name not in known_models():
-            raise PolicyError(f"the llama.cpp backend needs a GGUF: {model!r} is not a registry "
-                              "model, so pass gguf= (the file the folder was converted from)")
-        gguf = model_dir(name, cache_dir) / f"{name}.gguf"
-    gguf = weights_file(Path(gguf), weights)
-    if not local_only:
-        raise PolicyError(f"the llama.cpp backend runs offline models only, not hub id {model!r}")
-    try:
-        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        gen = GenerationConfig.from_pretrained(str(path), local_files_only=True)
-    except (OSError, ValueError) as e:
-        raise PolicyError(f"cannot load the tokenizer of {model!r} from {path}: {e}") from e
-    eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
-    return LlamaCppPolicy(gguf, tok, max_batch_size=max_batch_size, context_length=context_length,
-                          threads=threads, kv_type=kv_type, flash_attn=flash_attn,
-                          eos_token_ids=[i for i in eos if i is not None], hf_dir=path)
 

@@ -28,7 +28,7 @@ def _scripted():
 
 @pytest.fixture(scope="module")
 def llamacpp_policy(default_model_dir):
-    from spadework.policy.llamacpp import load_llamacpp_policy
+    from spadework.policy.llamacpp_load import load_llamacpp_policy
 
     with load_llamacpp_policy(max_batch_size=8, threads=1) as policy:
         yield policy

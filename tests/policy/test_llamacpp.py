@@ -32,7 +32,7 @@ TOKEN_TOL = 0.2
 
 @pytest.fixture(scope="module")
 def engine(default_model_dir):
-    from spadework.policy.llamacpp import load_llamacpp_policy
+    from spadework.policy.llamacpp_load import load_llamacpp_policy
 
     with load_llamacpp_policy(max_batch_size=8, threads=1) as policy:
         yield policy
@@ -259,7 +259,8 @@ def test_tools_reach_the_chat_template(engine):
 
 
 def test_bad_inputs_are_clear_errors(engine, default_model_dir, tmp_path):
-    from spadework.policy.llamacpp import LlamaCppPolicy, load_llamacpp_policy
+    from spadework.policy.llamacpp import LlamaCppPolicy
+    from spadework.policy.llamacpp_load import load_llamacpp_policy
 
     with pytest.raises(PolicyError, match="context is 8192"):
         engine.generate_ids([[1] * 9000], SamplingParams(max_tokens=4))

@@ -13,12 +13,12 @@ from spadework.errors import PolicyError
 from spadework.policy.registry import (
     DEFAULT_MODEL,
     assemble,
+    convert_gguf,
     known_models,
     list_models,
     model_spec,
     pull,
     resolve_model,
-    convert_gguf,
     sha256_of,
 )
 
