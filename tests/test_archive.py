@@ -581,6 +581,7 @@ def test_memory_uses_the_latest_iteration_rates(arc: Archive) -> None:
 # starter, export, CLI -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_import_starter_is_idempotent_and_complete(arc: Archive) -> None:
     starters = starter_envs()
     records = starter_records(8)
@@ -595,6 +596,7 @@ def test_import_starter_is_idempotent_and_complete(arc: Archive) -> None:
     assert arc.starters_checked_at(8) and not arc.starters_checked_at(3)
 
 
+@pytest.mark.slow
 def test_starters_rechecked_under_another_turn_limit_take_its_verdict(arc: Archive) -> None:
     """Nim's second level needs two moves: at max_turns=1 it is stored as rejected at solvable,
     and checked at 8 again it is accepted again."""
@@ -638,6 +640,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([SPADEWORK, "archive", *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_cli_import_ls_show_export(tmp_path: Path) -> None:
     run = ["--run-dir", str(tmp_path / "run")]
     n = len(starter_envs())

@@ -44,6 +44,7 @@ def invoke(*args: str):
     return result
 
 
+@pytest.mark.slow
 def test_a_new_backend_is_one_table_entry_for_run_generate_and_eval(scripted, tmp_path):
     run_dir = tmp_path / "run"
     invoke("run", "--preset", "smoke", "--no-train", "--backend", "scripted", "--iterations", "1",

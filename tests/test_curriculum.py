@@ -94,6 +94,7 @@ def test_config_is_validated(kw):
         CurriculumConfig(**kw)
 
 
+@pytest.mark.slow
 def test_the_pool_ranks_replays_with_the_runs_band(tmp_path, monkeypatch):
     """With the band at [0.2, 0.4] (the reference's later phase for 4B) an environment won a
     quarter of the time sits in the band: its replay score is the run's blend, 0.6, as its

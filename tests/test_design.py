@@ -228,6 +228,7 @@ def test_prompt_lists_negatives_with_reason_and_excerpt():
     assert "too easy (win rate 0.98)" in text and "class NimEnv:\n    pass" in text
 
 
+@pytest.mark.slow
 def test_design_command_with_the_real_model(tmp_path):
     """`spadework design` through a subprocess: the real default model, one batched call of two
     slots on a tiny token budget (8 tokens cannot hold a module: both are rejected replies)."""

@@ -34,6 +34,7 @@ def test_doctests(dv):
     assert doctest.testmod(dv).failed == 0
 
 
+@pytest.mark.slow
 def test_counts_every_outcome_of_first_attempts_and_repairs(dv, tmp_path):
     script = [
         [fenced(GOOD_CODE), (fenced(GOOD_CODE)[:300], "length"), "I cannot write code today."],  # slots 0-2
@@ -79,6 +80,7 @@ def test_document_sets_are_disjoint_and_stable(dv):
         dv.choose_documents(docs, "tune", 5)
 
 
+@pytest.mark.slow
 def test_command_line_prints_json(tmp_path):
     """The script end to end with a scripted policy (every design a junk reply) on the default
     corpus: JSON out, progress on stderr."""
@@ -99,6 +101,7 @@ def junk_policy() -> ScriptedPolicy:
     return ScriptedPolicy(lambda conv, turn: "No code today.")
 
 
+@pytest.mark.slow
 def test_a_killed_run_continues_from_its_archive(dv, tmp_path):
     """--start-slot: the slots of the calls before it are read back from the archive (first
     attempts, repairs and acceptances alike), the rest designed with the whole run's seeds."""

@@ -113,6 +113,7 @@ def test_two_replicas_on_gloo_take_the_same_step_as_one_process(cluster):
         dp.close()
 
 
+@pytest.mark.slow
 def test_each_update_reaches_the_generation_server(cluster, tmp_path):
     """The default model: a gloo learner replica and a ``serve`` engine on Ray actors. The engine
     starts on the learner's initial adapter (sampling as the base model); after a LoRA step,
@@ -182,6 +183,7 @@ def _key(ep):
             tuple((t.text, t.action, t.observation, t.output_ids) for t in ep.turns))
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_iteration_is_replaced_and_no_episode_is_lost_or_doubled(cluster):
     """Two workers play 24 episodes; one is killed while it plays its first chunk. The player
     starts a replacement, plays the lost chunk again, and returns exactly the episodes one
@@ -287,6 +289,7 @@ def test_a_batching_server_samples_each_request_as_it_would_alone(tiny_model_dir
     assert answers[8] == answers[1]
 
 
+@pytest.mark.slow
 def test_rollout_workers_against_a_loopback_generation_server_store_the_single_process_episodes(
         cluster, tiny_model_dir, tmp_path):
     """A ``spadework serve`` engine on a Ray actor (a real model folder, random weights), a smoke
@@ -322,6 +325,7 @@ def _episodes(run_dir):
             [(r.iteration, r.metrics["statuses"]) for r in a.iterations()]
 
 
+@pytest.mark.slow
 def test_a_smoke_run_on_two_rollout_workers_stores_the_single_process_episodes(cluster, tmp_path):
     """``spadework run --preset smoke --ray --rollout-workers 2`` with the scripted policy (no
     engines, no learner): the archive holds exactly the episodes of the same run in one process."""
@@ -377,6 +381,7 @@ def test_the_default_model_trains_on_ray_and_each_update_reaches_the_generation_
     assert meta["iteration"] == 0
 
 
+@pytest.mark.slow
 def test_two_sharded_replicas_fsdp_take_the_one_process_step_and_resume_from_their_checkpoint(cluster, tmp_path):
     """FSDP (``[ray] fsdp``): each replica holds half of every weight; the step is the one
     process's, a checkpoint (gathered, written by rank 0) restores into a fresh sharded group,

@@ -45,6 +45,7 @@ def test_stage_copies_the_small_files_and_no_weights(staged):
     assert (staged / "site" / "pyseccomp.py").is_file()
 
 
+@pytest.mark.slow
 def test_quick_cpu_check_prints_the_figures(staged):
     done = _run("--device", "cpu", "--quick", "--budget-s", "150", "--model-dir",
                 str(staged / "model"))

@@ -14,6 +14,7 @@ from spadework.loggers import LogConfig, check_available, scalars
 from spadework.loop import run
 
 
+@pytest.mark.slow
 def test_tensorboard_events_read_back_equal_the_metrics_lines(tmp_path):
     event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
     cfg = override(preset("smoke"), {"iterations": 2, "design": {"max_tokens": 1024},

@@ -51,6 +51,7 @@ def cfg():
                                       "design": {"max_tokens": 1024}})
 
 
+@pytest.mark.slow
 def test_two_iterations_store_everything_once(tmp_path, cfg):
     out = run(cfg, tmp_path, policy=ScriptedPolicy(designing_script))
     assert [m.iteration for m in out] == [0, 1]
@@ -76,6 +77,7 @@ def test_two_iterations_store_everything_once(tmp_path, cfg):
     assert run(cfg, tmp_path, resume=True, policy=ScriptedPolicy(designing_script)) == []
 
 
+@pytest.mark.slow
 def test_designer_credit_is_the_blend_of_its_first_plays(tmp_path, cfg):
     one = override(cfg, {"iterations": 1})
     run(one, tmp_path, policy=ScriptedPolicy(designing_script))
@@ -96,6 +98,7 @@ def sometimes_boxing_script(conv, turn):
     return reply if turn % 2 == 0 or reply.startswith("```") else reply.replace("\\boxed", "")
 
 
+@pytest.mark.slow
 def test_graded_rejection_reward_and_format_shaping_reach_the_archive(tmp_path, cfg):
     from spadework.designer import rejection_progress
 
@@ -128,6 +131,7 @@ def test_graded_rejection_reward_and_format_shaping_reach_the_archive(tmp_path, 
 LOCK = (ROOT / "tests" / "fixtures" / "envs" / "good" / "combination_lock.py").read_text()
 
 
+@pytest.mark.slow
 def test_designs_and_starters_are_checked_under_the_play_turn_limit(tmp_path, cfg):
     """Played with one turn, a design whose solution needs 5 moves (valid at the checker's
     default of 20) is rejected at solvable, and the nim starter, whose second level needs two
@@ -260,6 +264,7 @@ def test_train_stage_gets_both_roles_and_marks_them(tmp_path, cfg):
         assert 0 < a.env_stats(designed.env_id).win_rate < 1
 
 
+@pytest.mark.slow
 def test_an_iteration_without_an_update_still_leaves_a_checkpoint(tmp_path, cfg):
     """Every group scored alike gives no gradient; the iteration still checkpoints, so that
     a resumed run finds the learner state of every trained iteration."""
@@ -280,6 +285,7 @@ def test_an_iteration_without_an_update_still_leaves_a_checkpoint(tmp_path, cfg)
 PANTRY = SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):]
 
 
+@pytest.mark.slow
 def test_a_tool_use_run_designs_plays_and_scores_tool_environments(tmp_path, cfg):
     """The tool-use setting through the whole loop: the designer's ToolEnv subclass is checked
     and accepted, tool-use starters fill the pool, both arms play with tool calls on the same
@@ -307,6 +313,7 @@ def test_a_tool_use_run_designs_plays_and_scores_tool_environments(tmp_path, cfg
     assert out[0].values["episodes"] == 3 * 2 * tools.plays
 
 
+@pytest.mark.slow
 def test_mutation_and_repair_turns_through_the_loop(tmp_path, cfg):
     """A mutation slot edits an archived parent; its first reply fails extraction and a repair
     turn, fed the checker's reason, is accepted. The child records its parent, the repair is
@@ -334,6 +341,7 @@ def test_mutation_and_repair_turns_through_the_loop(tmp_path, cfg):
         assert child.env_id in {e.env_id for e in a.episodes()}
 
 
+@pytest.mark.slow
 def test_a_policy_error_while_writing_hints_does_not_stop_the_run(tmp_path, cfg):
     def hint_request(conv):
         return "privileged hints" in conv.messages[0]["content"]
@@ -374,6 +382,7 @@ def test_instances_an_environments_own_solution_loses_are_not_played(tmp_path, c
     assert m.values["unwinnable_instances"] == {env_id_of(code)[:12]: len(lost)}
 
 
+@pytest.mark.slow
 def test_an_evaluation_runs_when_due_and_lands_in_the_metrics(tmp_path, cfg):
     evaluated = override(cfg, {"iterations": 2, "eval": {"every": 2, "suites": ["library-heldout"],
                                                           "preset": "smoke"}})
@@ -421,6 +430,7 @@ def test_designer_advantages_do_not_depend_on_turn_packing(tmp_path, cfg):
     assert sorted(designer_on) == sorted(round((r - sum(rewards) / 2) * 8.0, 9) for r in rewards)
 
 
+@pytest.mark.slow
 def test_the_samplers_caches_are_freed_before_the_learners_step(tmp_path, cfg):
     """The weight sync after the learner's step drops every cached conversation anyway: the
     train stage frees the samplers' KV caches before the step (a frozen designer's too, inside

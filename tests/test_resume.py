@@ -109,6 +109,7 @@ def uninterrupted(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_at", [
     (0, "design"),   # killed during pool/hints/play of iteration 0
     (0, "play"),     # killed after the episodes of iteration 0 committed
@@ -139,6 +140,7 @@ class _Killed(BaseException):
     """Stands in for SIGKILL at a chosen line: nothing after it runs, nothing is committed."""
 
 
+@pytest.mark.slow
 def test_a_kill_inside_the_design_stage_leaves_no_trace(tmp_path, uninterrupted, monkeypatch):
     """The designer archives each round as it goes; a kill after that, before the stage
     commits, must roll it back, or the redo would reject its own design as a duplicate."""
@@ -192,6 +194,7 @@ def trained(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("iteration", [0, 1])
 def test_sigkill_in_the_train_stage_then_resume_trains_once_with_the_same_metrics(
         tmp_path, trained, iteration):
@@ -215,6 +218,7 @@ def test_sigkill_in_the_train_stage_then_resume_trains_once_with_the_same_metric
                [(x.key, x.trained_iteration) for x in b.attempts()]
 
 
+@pytest.mark.slow
 def test_a_kill_between_the_checkpoint_and_the_train_commit_keeps_the_step_and_its_figures(
         tmp_path, trained, monkeypatch):
     """The checkpoint is written before the train stage commits; killed in between, the resumed

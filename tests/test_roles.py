@@ -56,6 +56,7 @@ def cfg():
                                       "design": {"max_tokens": 1024}})
 
 
+@pytest.mark.slow
 def test_a_frozen_designer_on_a_shared_model_designs_with_the_adapter_off_and_is_not_trained(tmp_path, cfg):
     policy, learner = SwitchablePolicy(half_solving_script), RecordingLearner()
     out = run(override(cfg, {"frozen": ["designer"]}), tmp_path, policy=policy, learner=learner,

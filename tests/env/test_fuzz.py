@@ -117,6 +117,7 @@ def _assert_sound(tally: Tally, n: int) -> None:
     assert tally.loss_rate <= MAX_LOSS_RATE, "\n".join(tally.losing)
 
 
+@pytest.mark.slow
 def test_fuzzed_replies_only_ever_give_a_report(sb, capsys):
     n = 240
     _assert_sound(_fuzz(sb, 0, n, capsys), n)

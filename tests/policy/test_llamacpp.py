@@ -200,6 +200,7 @@ def test_a_stream_keeps_the_batch_full_across_turns(engine):
         [(q.key, getattr(c, "output_ids", None)) for q, c in log]
 
 
+@pytest.mark.slow
 def test_play_through_the_stream_plays_what_turn_by_turn_play_does(engine):
     """The rollout on the real engine, continuous and turn by turn: the same episodes up to
     float rounding (rows share most of their tokens). With more episodes than may be live at

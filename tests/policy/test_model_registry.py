@@ -141,6 +141,7 @@ def test_pulled_default_model_is_verified_and_recorded(default_model_dir):
     assert rows["qwen2.5-coder-0.5b-instruct"]["license"] == "Apache-2.0"
 
 
+@pytest.mark.slow
 def test_conversion_leaves_the_terminal_to_spadework(default_model_dir, tmp_path, capfd):
     """transformers draws progress bars while it reads a GGUF and writes shards (one of them
     outside its own switch); a pull says its stages itself, so none of those reach the user."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from spadework.policy.base import SamplingParams
 from spadework.train import Learner, Sample, TrainConfig
 
@@ -17,6 +19,7 @@ def samples(policy, params, role="agent"):
                    params.record) for i, c in enumerate(outs) if c.output_ids]
 
 
+@pytest.mark.slow
 def test_first_update_importance_ratio_is_one_and_sampler_follows_the_learner(default_policy):
     # temperature 1, no truncation; mixed prompt and output lengths in one padded micro-batch
     first = samples(default_policy, SamplingParams(temperature=1.0, max_tokens=40, n=3, seed=5))
