@@ -12,6 +12,7 @@ import typer
 import spadework
 from spadework.config import PRESETS
 from spadework.errors import SpadeworkError
+from spadework.policy import backends
 from spadework.settings.run import BACKENDS, DEFAULT_BACKEND
 
 app = typer.Typer(
@@ -34,9 +35,9 @@ def _backend_option(default: str | None = DEFAULT_BACKEND, extra: str = "") -> o
     """The ``--backend`` option of every command that loads a model: a name in the backend
     table (:mod:`spadework.policy.backends`), checked when the model loads."""
     shown = "the preset's" if default is None else default
-    return typer.Option(default, "--backend", help=f"The sampler: {' or '.join(BACKENDS)} "
-                        f"(hf: transformers, any model and device; llamacpp: the fast CPU engine "
-                        f"for registry models; default: {shown}).{extra}")
+    choices = "; ".join(f"{name}: {backends.backend(name).about}" for name in BACKENDS)
+    return typer.Option(default, "--backend", help=f"The sampler ({choices}; default: "
+                        f"{shown}).{extra}")
 
 
 @contextmanager

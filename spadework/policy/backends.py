@@ -109,19 +109,13 @@ def weight_sync_for(policy: Any, learner: Any) -> Any:
     :class:`InProcessSync`. An ``OpenAIPolicy`` needs a server-side setup (see
     :class:`VLLMLoraSync`), so it is refused here with that advice.
     """
-    from spadework.policy.sync import InProcessSync
-
     entry = owner(policy)
     if entry is not None and entry.sync is not None:
         return entry.sync(policy, learner)
-    if getattr(policy, "model", None) is learner.model:
-        return InProcessSync(policy)
     if type(policy).__name__ == "OpenAIPolicy":
         raise ConfigError("an OpenAI-compatible sampler needs a server-side sync: build "
                           "VLLMLoraSync(base_url, adapter_dir, policy=...) yourself")
-    raise ConfigError(f"no weight sync for a {type(policy).__name__} whose module is not the "
-                      "learner's; build the Learner on learner_policy(policy) "
-                      "(spadework.policy.load)")
+    return _sync_in_process(policy, learner)
 
 
 # -- the built-in backends ---------------------------------------------------------------------
@@ -133,10 +127,12 @@ def _load_hf(model: str | Path | None, o: LoadOptions) -> Any:
                           context_length=o.context_length, cache_dir=o.cache_dir)
 
 
-def _sync_hf(policy: Any, learner: Any) -> Any:
+def _sync_in_process(policy: Any, learner: Any) -> Any:
+    """:class:`~spadework.policy.sync.InProcessSync` for a policy that samples from the module
+    the learner trains; a ConfigError for any other."""
     from spadework.policy.sync import InProcessSync
 
-    if policy.model is not learner.model:
+    if getattr(policy, "model", None) is not learner.model:
         raise ConfigError(f"no weight sync for a {type(policy).__name__} whose module is not the "
                           "learner's; build the Learner on learner_policy(policy) "
                           "(spadework.policy.load)")
@@ -177,7 +173,7 @@ def _checkpoint_llamacpp(policy: Any, ckpt: Path) -> None:
     LlamaCppLoraSync(policy).push_model(twin.model)
 
 
-register(Backend("hf", _load_hf, _sync_hf, _checkpoint_hf,
+register(Backend("hf", _load_hf, _sync_in_process, _checkpoint_hf,
                  about="transformers: any model, on a CPU or a GPU, trains in place"))
 register(Backend("llamacpp", _load_llamacpp, _sync_llamacpp, _checkpoint_llamacpp, cpu_only=True,
                  about="llama.cpp: fast CPU sampling of registry models, LoRA synced in"))
