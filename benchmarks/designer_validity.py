@@ -24,7 +24,7 @@ whether the difference is more than chance (the same seeds make the two runs pai
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/designer_validity.py
        --model qwen2.5-coder-0.5b-instruct [--docs tune|heldout] [--n 40] [--backend llamacpp]
-       [--max-tokens 1024] [--repair-turns 0] [--temperature 0.6] [--max-turns 4] [--seed 0]
+       [--max-tokens 1024] [--repair-turns 0] [--mutation-ratio 0] [--temperature 0.6] [--max-turns 4] [--seed 0]
        [--weights bf16|f16|q8_0|gguf] [--plan] [--no-example]
        [--batch 8] [--archive-dir DIR (keep the archive, to read the replies)]
        [--start-slot K (continue a killed run in --archive-dir)]
@@ -345,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--repair-turns", type=int, default=None)
     ap.add_argument("--temperature", type=float, default=None)
     ap.add_argument("--corpus-words", type=int, default=None)
+    ap.add_argument("--mutation-ratio", type=float, default=None,
+                    help="share of slots that edit an archived environment (the starters)")
     ap.add_argument("--max-turns", type=int, default=None,
                     help="the turn limit designs are checked under (default: the cpu preset's)")
     ap.add_argument("--archive-dir", type=Path, default=None, help="keep the archive here")
@@ -367,6 +369,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     overrides = {"max_tokens": args.max_tokens, "repair_turns": args.repair_turns,
                  "temperature": args.temperature, "corpus_words": args.corpus_words,
+                 "mutation_ratio": args.mutation_ratio,
                  "plan": args.plan or None, "example": False if args.no_example else None}
     cfg = DesignConfig(setting=args.setting, attempts_per_slot=1,
                        **{k: v for k, v in overrides.items() if v is not None})

@@ -18,6 +18,7 @@ Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/starter_levels.py [--preset
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -53,6 +54,8 @@ def main() -> None:
     ap.add_argument("--levels", default="", help="comma-separated levels to play (default: every level)")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the preset's)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--history", type=int, default=None,
+                    help="PlayConfig.history_turns (default: the preset's; 0: the latest observation only)")
     args = ap.parse_args()
 
     from agent_probe import measure
@@ -63,6 +66,8 @@ def main() -> None:
     from spadework.sandbox import Limits, Sandbox
 
     cfg = preset(args.preset)
+    if args.history is not None:
+        cfg = dataclasses.replace(cfg, play=dataclasses.replace(cfg.play, history_turns=args.history))
     wanted = {n for n in args.only.split(",") if n}
     starters = [s for s in starter_envs("games") if not wanted or s.name in wanted]
     t0 = time.time()
@@ -71,6 +76,7 @@ def main() -> None:
     out: dict = {"benchmark": "starter_levels", "preset": args.preset, "agent_model": cfg.role_model("agent"),
                  "plays": args.plays, "max_turns": cfg.play.max_turns, "max_tokens": cfg.play.max_tokens,
                  "temperature": cfg.play.temperature, "seed": args.seed,
+                 "history_turns": cfg.play.history_turns,
                  "load_seconds": round(time.time() - t0, 1), "starters": {}}
     with Sandbox(Limits()) as sb:
         for s in starters:

@@ -43,7 +43,7 @@ import math
 import re
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from spadework.env.actions import parse_action
@@ -138,6 +138,27 @@ def first_message(setting: str, observation: str, hint: str | None) -> str:
     return f"You are playing a text game. Make valid moves to win.\n\n{hint_block}{observation}\n\n{how}"
 
 
+def windowed(messages: list[dict[str, str]], keep: int | None,
+             opening: Callable[[str], str]) -> list[dict[str, str]]:
+    """The messages a reply is sampled from (``PlayConfig.history_turns``): all of them
+    (``keep`` None); the opening and the last ``keep`` exchanges; or (``keep`` 0) one user
+    message, ``opening(latest observation)``.
+
+    >>> m = [{"role": "user", "content": "o0"}, {"role": "assistant", "content": "a1"},
+    ...      {"role": "user", "content": "o1"}, {"role": "assistant", "content": "a2"},
+    ...      {"role": "user", "content": "o2"}]
+    >>> [x["content"] for x in windowed(m, 1, str.upper)], windowed(m, 0, str.upper)
+    (['o0', 'a2', 'o2'], [{'role': 'user', 'content': 'O2'}])
+    >>> windowed(m, None, str.upper) == windowed(m, 2, str.upper) == m, windowed(m[:1], 0, str) == m[:1]
+    (True, True)
+    """
+    if keep is None or len(messages) < 3:
+        return list(messages)
+    if keep == 0:
+        return [{"role": "user", "content": opening(messages[-1]["content"])}]
+    return [messages[0], *messages[max(1, len(messages) - 2 * keep):]]
+
+
 _TOOL_ROLE = re.compile(r"""role\s*(?:==|is\s+eq(?:ualto)?)\s*["']tool["']|["']tool["']\s*==""")
 
 
@@ -170,6 +191,8 @@ class _Live:
     job: PlayJob
     handle: object = None
     messages: list = field(default_factory=list)
+    history_turns: int | None = None  # PlayConfig.history_turns
+    hint: str | None = None  # what the opening message showed (the hinted arm's hint)
     tools: list = field(default_factory=list)
     turns: list = field(default_factory=list)
     rewards: list = field(default_factory=list)
@@ -190,7 +213,9 @@ class _Live:
     def conversation(self, thinking: bool | None):
         from spadework.policy.base import Conversation
 
-        return Conversation(messages=tuple(self.messages), tools=tuple(self.tools), thinking=thinking)
+        messages = windowed(self.messages, self.history_turns,
+                            lambda obs: first_message(self.job.env.setting, obs, self.hint))
+        return Conversation(messages=tuple(messages), tools=tuple(self.tools), thinking=thinking)
 
     def record(self) -> Episode:
         return Episode(
@@ -237,8 +262,9 @@ def _open(live: _Live, sandbox, job: PlayJob, cfg: PlayConfig) -> _Live:
     except (TypeError, ValueError) as e:
         live.end("env_error", f"reset returned a malformed result: {e}")
         return live
-    live.messages = [{"role": "user", "content": first_message(job.env.setting, str(obs),
-                                                              hint if isinstance(hint, str) else None)}]
+    live.hint = hint if isinstance(hint, str) else None
+    live.history_turns = cfg.history_turns
+    live.messages = [{"role": "user", "content": first_message(job.env.setting, str(obs), live.hint)}]
     return live
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -410,3 +411,33 @@ def test_a_stream_that_fails_leaves_its_episodes_to_turn_by_turn_play(sb):
     eps = play(short, sb, [*jobs, long], PlayConfig(max_turns=3, max_tokens=16, context_tokens=300), seed=5)
     assert eps[-1].status == "policy_error" and "context" in eps[-1].error
     assert all(e.status != "policy_error" for e in eps[:-1])
+
+
+def test_history_turns_zero_samples_each_reply_from_the_latest_observation_alone(sb):
+    """With ``history_turns=0`` every reply after the first is asked from one message: the
+    opening rebuilt around the latest observation, with the hint in the hinted arm; the turns
+    record the prompts as sampled, and the episode plays to the same end as with the whole
+    conversation (a games observation restates the state)."""
+    env = starter_env("mastermind")
+    (_obs, solved), = solutions_for(sb, env, [11], 8).items()
+    replies = ["I am not sure.", "Still thinking.", *solved]  # two turns without a move first
+    jobs = [PlayJob(env, 11, "no_hint", 0), PlayJob(env, 11, "hint", 0)]
+
+    def script(conv, _turn):  # the turn from the moves left: a windowed prompt holds no replies
+        left = re.findall(r"You have (\d+) moves? left", conv.messages[-1]["content"])[-1]
+        return replies[8 - int(left)]
+
+    whole, latest = ScriptedPolicy(script), ScriptedPolicy(script)
+    full_eps = play(whole, sb, jobs, PlayConfig(max_turns=8), seed=2)
+    eps = play(latest, sb, jobs, PlayConfig(max_turns=8, history_turns=0), seed=2)
+    assert [e.rewards for e in eps] == [e.rewards for e in full_eps] and eps[0].rewards[-1] == 1.0
+    assert len(replies) > 1 and all(len(c.messages) == 1 for call in latest.calls for c in call)
+    later = [c.messages[0]["content"] for call in latest.calls[1:] for c in call]
+    assert all(m.startswith("You are playing a text game") for m in later)
+    assert sum("hint from the game's designer" in m for m in later) == len(later) // 2
+    assert eps[0].turns[1].observation not in later[0] and eps[0].turns[0].observation in later[0]
+    assert len(eps[0].turns[1].prompt_ids) < len(full_eps[0].turns[1].prompt_ids)
+    assert max(len(c.messages) for call in whole.calls for c in call) == 2 * len(replies) - 1
+    keep_one = ScriptedPolicy(script)
+    play(keep_one, sb, jobs[:1], PlayConfig(max_turns=8, history_turns=1), seed=2)
+    assert max(len(c.messages) for call in keep_one.calls for c in call) == min(3, 2 * len(replies) - 1)
