@@ -24,7 +24,7 @@ whether the difference is more than chance (the same seeds make the two runs pai
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/designer_validity.py
        --model qwen2.5-coder-0.5b-instruct [--docs tune|heldout] [--n 40] [--backend llamacpp]
-       [--max-tokens 1024] [--repair-turns 0] [--mutation-ratio 0] [--temperature 0.6] [--max-turns 4] [--seed 0]
+       [--max-tokens 1024] [--repair-turns 0] [--mutation-ratio 0] [--parents DIR] [--temperature 0.6] [--max-turns 4] [--seed 0]
        [--weights bf16|f16|q8_0|gguf] [--plan] [--no-example]
        [--batch 8] [--archive-dir DIR (keep the archive, to read the replies)]
        [--start-slot K (continue a killed run in --archive-dir)]
@@ -206,14 +206,30 @@ def archived_results(archive: Any, calls: int) -> list[Any]:
     return results
 
 
+def extra_sources(folder: Path | None) -> list[Any]:
+    """The environment modules in ``folder`` (written like the starter library's files: an
+    ``ENV_CLASS``, ``SETTING`` and ``SKILL`` each), as sources; none for None."""
+    from spadework.library import parse_source
+
+    if folder is None:
+        return []
+    files = sorted(Path(folder).glob("*.py"))
+    if not files:
+        raise ValueError(f"{folder} holds no environment modules (*.py)")
+    return [parse_source(f.read_text(encoding="utf-8"), f.stem) for f in files]
+
+
 def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, seed: int,
             batch: int, archive_dir: Path, progress: Callable[[dict], None] | None = None,
-            start_slot: int = 0) -> dict:
+            start_slot: int = 0, parents: Sequence[Any] = ()) -> dict:
     """Design one slot per document through :func:`spadework.designer.design_environments` into
     the archive in ``archive_dir`` (created, holding the checked starters), ``batch`` slots per
     call (call ``k`` is iteration ``k``, so sampling seeds differ per call), and return
     :func:`tally`'s counts plus seconds. Slot ``i`` of the whole run exercises skill ``i mod 6``
     and document ``i``. ``progress(state)`` is called after each call with the running counts.
+    ``parents``: more environment sources, checked and archived beside the starters (so that
+    short ones can be shown as memory or mutated: the starters are longer than a design's
+    ``example_chars``).
 
     ``start_slot`` (a multiple of ``batch``) continues a killed measurement in the same
     ``archive_dir``: the slots before it are read back (:func:`archived_results`), the rest are
@@ -222,8 +238,10 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
     if start_slot % batch:
         raise ValueError(f"start_slot {start_slot} must be a multiple of the batch ({batch})")
     from spadework.archive import Archive, archive_path
+    from spadework.archive.records import EnvRecord
     from spadework.designer import design_environments
     from spadework.env.checker import CheckConfig
+    from spadework.env.checker import check as run_check
     from spadework.library import checked_starters
     from spadework.sandbox import Limits, Sandbox
     from spadework.skills import skills_for
@@ -235,6 +253,13 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
     archive_dir.mkdir(parents=True, exist_ok=True)
     with Archive.open(archive_path(archive_dir)) as archive, Sandbox(Limits()) as sb:
         archive.import_starter(checked_starters(sb, check))
+        extra = [EnvRecord.from_check(p.code, run_check(p.code, sandbox=sb, config=check, module=True),
+                                      iteration=-1, setting=p.setting, skill=p.skill, name=p.name,
+                                      origin="starter") for p in parents]
+        rejected = [f"{r.name}: {r.reason}" for r in extra if r.status != "accepted"]
+        if rejected:
+            raise ValueError("--parents modules the checker rejects: " + "; ".join(rejected))
+        archive.import_starter(extra)
         results: list[Any] = archived_results(archive, start_slot // batch)
         earlier = sum(len(r.attempts) for r in results)
         earlier_tokens = sum(len(a.output_ids) for r in results for a in r.attempts)
@@ -345,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--repair-turns", type=int, default=None)
     ap.add_argument("--temperature", type=float, default=None)
     ap.add_argument("--corpus-words", type=int, default=None)
+    ap.add_argument("--parents", type=Path, default=None,
+                    help="a folder of short environment modules archived beside the starters")
     ap.add_argument("--mutation-ratio", type=float, default=None,
                     help="share of slots that edit an archived environment (the starters)")
     ap.add_argument("--max-turns", type=int, default=None,
@@ -381,7 +408,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp, _Heartbeat(args.progress_every) as beat:
         counts = measure(policy, documents, cfg=cfg, max_turns=max_turns, seed=args.seed,
                          batch=args.batch, archive_dir=args.archive_dir or Path(tmp),
-                         progress=beat.update, start_slot=args.start_slot)
+                         progress=beat.update, start_slot=args.start_slot,
+                         parents=extra_sources(args.parents))
     print(json.dumps({
         "benchmark": "designer_validity", "docs": args.docs,
         "doc_ids": [d.doc_id for d in documents],
@@ -389,7 +417,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "backend": "scripted" if args.policy else args.backend, "weights": args.weights,
         "load_seconds": round(load_s, 1),
         "settings": {**dataclasses.asdict(cfg), "max_turns": max_turns, "seed": args.seed,
-                     "batch": args.batch, "start_slot": args.start_slot},
+                     "batch": args.batch, "start_slot": args.start_slot,
+                     "parents": str(args.parents) if args.parents else None},
         **counts, "load_average": os.getloadavg(),
     }, indent=1))
 

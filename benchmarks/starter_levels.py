@@ -12,7 +12,8 @@ curriculum has a rung to start on, and the top level less often (issue "Environm
 agent can read"). The table is a measurement of the environments as written, not of training.
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/starter_levels.py [--preset cpu-qwen]
-       [--plays 10] [--only maze,nim] [--levels 1,2] [--threads N] [--seed 7]
+       [--plays 10] [--only maze,nim] [--modules DIR] [--history K] [--levels 1,2]
+       [--threads N] [--seed 7]
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def main() -> None:
     ap.add_argument("--levels", default="", help="comma-separated levels to play (default: every level)")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the preset's)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--modules", type=Path, default=None,
+                    help="play the environment modules in this folder instead of the starters")
     ap.add_argument("--history", type=int, default=None,
                     help="PlayConfig.history_turns (default: the preset's; 0: the latest observation only)")
     args = ap.parse_args()
@@ -69,7 +72,13 @@ def main() -> None:
     if args.history is not None:
         cfg = dataclasses.replace(cfg, play=dataclasses.replace(cfg.play, history_turns=args.history))
     wanted = {n for n in args.only.split(",") if n}
-    starters = [s for s in starter_envs("games") if not wanted or s.name in wanted]
+    if args.modules is not None:
+        from designer_validity import extra_sources
+
+        sources = extra_sources(args.modules)
+    else:
+        sources = starter_envs("games")
+    starters = [s for s in sources if not wanted or s.name in wanted]
     t0 = time.time()
     policy = load_policy("llamacpp", cfg.role_model("agent"), max_batch_size=cfg.policy_batch,
                          threads=args.threads or cfg.threads)

@@ -118,3 +118,23 @@ def test_a_killed_run_continues_from_its_archive(dv, tmp_path):
     assert docs[3].text in rest.calls[0][0].messages[1]["content"]
     with pytest.raises(ValueError, match="multiple of the batch"):
         dv.measure(rest, docs, cfg=cfg, max_turns=6, seed=3, batch=3, archive_dir=tmp_path, start_slot=2)
+
+
+@pytest.mark.slow
+def test_short_parents_are_archived_checked_and_mutated(dv, tmp_path):
+    """--parents: the short games in benchmarks/short_games pass the checker, are archived beside
+    the starters, and with every slot mutating, each prompt edits one of them (the starters are
+    longer than a design's example_chars, so without them no slot has a parent)."""
+    parents = dv.extra_sources(ROOT / "benchmarks" / "short_games")
+    assert len({p.skill for p in parents}) == 6 and all(len(p.code) < 2304 for p in parents)
+    docs = corpus().documents[:2]
+    policy = ScriptedPolicy([["junk", "junk"]])
+    cfg = DesignConfig(attempts_per_slot=1, repair_turns=0, mutation_ratio=1.0)
+    dv.measure(policy, docs, cfg=cfg, max_turns=4, seed=3, batch=2, archive_dir=tmp_path / "a",
+               parents=parents)
+    shown = [c.messages[1]["content"] for c in policy.calls[0]]
+    assert all("Here is an existing environment" in m for m in shown)
+    assert all(any(p.class_name in m for p in parents) for m in shown)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no environment modules"):
+        dv.extra_sources(tmp_path / "empty")
