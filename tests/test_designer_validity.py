@@ -120,7 +120,6 @@ def test_a_killed_run_continues_from_its_archive(dv, tmp_path):
         dv.measure(rest, docs, cfg=cfg, max_turns=6, seed=3, batch=3, archive_dir=tmp_path, start_slot=2)
 
 
-@pytest.mark.slow
 def test_short_parents_are_archived_checked_and_mutated(dv, tmp_path):
     """--parents: the short games in benchmarks/short_games pass the checker, are archived beside
     the starters, and with every slot mutating, each prompt edits one of them (the starters are
