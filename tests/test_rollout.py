@@ -441,3 +441,11 @@ def test_history_turns_zero_samples_each_reply_from_the_latest_observation_alone
     keep_one = ScriptedPolicy(script)
     play(keep_one, sb, jobs[:1], PlayConfig(max_turns=8, history_turns=1), seed=2)
     assert max(len(c.messages) for call in keep_one.calls for c in call) == min(3, 2 * len(replies) - 1)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])
+def test_a_bad_history_turns_is_refused_with_what_to_write(bad):
+    from spadework.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="history_turns must be a whole number >= 0 or unset"):
+        PlayConfig(history_turns=bad)
