@@ -60,8 +60,8 @@ class PlayConfig:
     with the whole conversation the base 0.5B agent often writes its earlier reply again
     whatever the feedback said (in 3 of 4 transcripts of short arithmetic games, turns 2-4).
     Measured (``benchmarks/starter_levels.py --history 0``, level 1, 10 plays, seed 7): on
-    eight of the pool's starters 0 is no better, 9 wins of 80 against 11 of 80 with the whole
-    conversation, so no preset sets it."""
+    the nine starters a run's pool draws from, 0 is no better, 11 wins of 90 against 12 of 90
+    with the whole conversation, so no preset sets it."""
     continuous: bool = True
     """Sample every live episode's turns through one continuously filled batch where the
     policy has a stream (``LlamaCppPolicy.stream``): an episode's next turn joins the engine's
