@@ -24,7 +24,8 @@ whether the difference is more than chance (the same seeds make the two runs pai
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/designer_validity.py
        --model qwen2.5-coder-0.5b-instruct [--docs tune|heldout] [--n 40] [--backend llamacpp]
-       [--max-tokens 1024] [--repair-turns 0] [--mutation-ratio 0] [--parents DIR] [--temperature 0.6] [--max-turns 4] [--seed 0]
+       [--max-tokens 1024] [--repair-turns 0] [--mutation-ratio 0] [--parents DIR]
+       [--temperature 0.6] [--max-turns 4] [--seed 0]
        [--weights bf16|f16|q8_0|gguf] [--plan] [--no-example]
        [--batch 8] [--archive-dir DIR (keep the archive, to read the replies)]
        [--start-slot K (continue a killed run in --archive-dir)]
@@ -238,11 +239,9 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
     if start_slot % batch:
         raise ValueError(f"start_slot {start_slot} must be a multiple of the batch ({batch})")
     from spadework.archive import Archive, archive_path
-    from spadework.archive.records import EnvRecord
     from spadework.designer import design_environments
     from spadework.env.checker import CheckConfig
-    from spadework.env.checker import check as run_check
-    from spadework.library import checked_starters
+    from spadework.library import check_sources, checked_starters
     from spadework.sandbox import Limits, Sandbox
     from spadework.skills import skills_for
 
@@ -253,9 +252,7 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
     archive_dir.mkdir(parents=True, exist_ok=True)
     with Archive.open(archive_path(archive_dir)) as archive, Sandbox(Limits()) as sb:
         archive.import_starter(checked_starters(sb, check))
-        extra = [EnvRecord.from_check(p.code, run_check(p.code, sandbox=sb, config=check, module=True),
-                                      iteration=-1, setting=p.setting, skill=p.skill, name=p.name,
-                                      origin="starter") for p in parents]
+        extra = check_sources(parents, sb, check)
         rejected = [f"{r.name}: {r.reason}" for r in extra if r.status != "accepted"]
         if rejected:
             raise ValueError("--parents modules the checker rejects: " + "; ".join(rejected))

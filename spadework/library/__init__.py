@@ -167,6 +167,12 @@ def checked_starters(sandbox: Any, config: Any, setting: str | None = None) -> l
     with: the starters scale their instances and levels with ``max_turns``, but some cannot be
     won in very few turns (mastermind needs 3 guesses even at level 1), and those must not be
     played there. About 9 s for the whole library at 4 turns, every level of every game."""
+    return check_sources(starter_envs(setting), sandbox, config)
+
+
+def check_sources(sources: Iterable[EnvSource], sandbox: Any, config: Any) -> list[EnvRecord]:
+    """Environment modules written like the starters' files (:func:`parse_source`), each as a
+    starter record checked in ``sandbox`` under ``config``, as :func:`checked_starters` does."""
     from spadework.archive.records import EnvRecord
     from spadework.env.checker import check
 
@@ -174,5 +180,5 @@ def checked_starters(sandbox: Any, config: Any, setting: str | None = None) -> l
         EnvRecord.from_check(s.code, check(s.code, sandbox=sandbox, config=config, module=True),
                              iteration=-1, setting=s.setting, skill=s.skill, name=s.name,
                              origin="starter")
-        for s in starter_envs(setting)
+        for s in sources
     ]
