@@ -72,8 +72,8 @@ class ServeEngine:
 
     ``adapter``: the learner's initial LoRA adapter folder, served from the start (its B
     matrices are zero, so it samples as the base model), so that every update is a load of
-    tensors into the same modules. ``max_batch``: requests generated together (the server's
-    batching; 1: one at a time)."""
+    tensors into the same modules. ``max_batch``: rows the server decodes together (requests
+    join and leave its batch step by step; 1: one at a time)."""
 
     def __init__(self, model: str, *, device: str = "cpu", dtype: str | None = None,
                  context_length: int | None = None, adapter: str | None = None,
@@ -113,7 +113,7 @@ class ServeEngine:
         if not files:
             raise PolicyError(f"no .safetensors file in {path}: nothing to load")
         state = {k: v for f in files for k, v in load_file(str(f)).items()}
-        with self.server._lock:  # between two requests, never during one
+        with self.server.between_requests():  # never during a request
             if kind == "lora":
                 from peft import PeftModel, set_peft_model_state_dict
 

@@ -34,7 +34,7 @@ def server_url(default_model_dir):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "spadework.cli", "serve", "--model", str(default_model_dir),
-         "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+         "--port", "0", "--served-model-name", "smollm2"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     try:
         line = ""
         deadline = time.monotonic() + 120

@@ -122,17 +122,17 @@ def test_the_official_client_streams_chat_and_completions(server_url, hf_policy)
     openai = pytest.importorskip("openai", reason="the openai client is a dev dependency")
     client = openai.OpenAI(base_url=server_url, api_key="none", max_retries=0, timeout=120)
     messages = [{"role": "user", "content": "What is the capital of France?"}]
-    whole = client.chat.completions.create(model="m", messages=messages, max_tokens=10,
+    whole = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=10,
                                            temperature=0)
     chunks = list(client.chat.completions.create(
-        model="m", messages=messages, max_tokens=10, temperature=0, stream=True,
+        model="smollm2", messages=messages, max_tokens=10, temperature=0, stream=True,
         stream_options={"include_usage": True}))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == whole.choices[0].message.content and "Paris" in text
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     assert chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
-    streamed = list(client.completions.create(model="m", prompt="The capital of France is",
+    streamed = list(client.completions.create(model="smollm2", prompt="The capital of France is",
                                               max_tokens=5, temperature=0, stream=True))
-    plain = client.completions.create(model="m", prompt="The capital of France is",
+    plain = client.completions.create(model="smollm2", prompt="The capital of France is",
                                       max_tokens=5, temperature=0)
     assert "".join(c.choices[0].text for c in streamed) == plain.choices[0].text
