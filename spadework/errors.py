@@ -82,6 +82,11 @@ class ArchiveError(SpadeworkError):
     """The run archive cannot be read or written (corrupt file, newer schema, locked)."""
 
 
+class StorageError(SpadeworkError):
+    """A file could not be written because its disk (or a file-size limit) is full; the message
+    names the file and the space left. What was stored before is intact."""
+
+
 class CorpusError(SpadeworkError):
     """A document corpus cannot be loaded or fetched (missing file, no documents, no library)."""
 

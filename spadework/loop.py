@@ -45,6 +45,7 @@ from spadework.config import RunConfig
 from spadework.corpus import Corpus
 from spadework.errors import ConfigError, PolicyError
 from spadework.levels import next_level
+from spadework.paths import room_to_write
 from spadework.policy.base import Policy
 from spadework.policy.sync import WeightSync
 from spadework.progress import Progress, Silent
@@ -405,7 +406,12 @@ def write_metrics_file(archive: Archive, run_dir: Path) -> Path:
     path = run_dir / METRICS_FILE
     lines = [json.dumps({"iteration": r.iteration, **r.metrics}) for r in archive.iterations()]
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines))
+    with room_to_write(path, "metrics.jsonl"):
+        try:
+            tmp.write_text("".join(line + "\n" for line in lines))
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
     os.replace(tmp, path)
     return path
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ArchiveError, ConfigError, PolicyError
+from spadework.paths import room_to_write
 
 MARKER = "learner.json"
 LATEST = "latest.json"
@@ -170,13 +171,20 @@ def save_rotating(learner: Any, root: Path, iteration: int, *, keep: bool,
     final = root / f"iter_{iteration:04d}"
     tmp = root / f".tmp-iter_{iteration:04d}"
     shutil.rmtree(tmp, ignore_errors=True)
-    learner.save(tmp)
-    (tmp / "run.json").write_text(json.dumps({"iteration": iteration, "keep": keep, **(extra or {})}))
+    try:
+        with room_to_write(final, f"the checkpoint of iteration {iteration}"):
+            learner.save(tmp)
+            (tmp / "run.json").write_text(json.dumps({"iteration": iteration, "keep": keep,
+                                                      **(extra or {})}))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # the half-written copy; the latest is untouched
+        raise
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     old = latest_checkpoint(root)
-    _atomic(root / LATEST, lambda p: p.write_text(json.dumps({"iteration": iteration,
-                                                               "dir": final.name})))
+    with room_to_write(root / LATEST, "the pointer to the latest checkpoint"):
+        _atomic(root / LATEST, lambda p: p.write_text(json.dumps({"iteration": iteration,
+                                                                   "dir": final.name})))
     if old is not None and old[1] != final:
         meta = old[1] / "run.json"
         if meta.exists() and not json.loads(meta.read_text()).get("keep"):
