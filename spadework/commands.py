@@ -114,7 +114,10 @@ def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = Non
 
 def check_run_dir(run_dir: Path, *, resume: bool) -> None:
     """Refuse, before anything is loaded, a run directory that is a file, a ``--resume`` of a
-    directory holding no run, and a fresh run in a directory that holds one."""
+    directory holding no run, and a fresh run in a directory that holds one. A ``--resume`` of a
+    run stopped before it finished a stage (killed while it checked the starters or loaded the
+    model) starts it from the beginning: nothing of it is lost, and the command that resumes
+    any other run resumes this one too."""
     from spadework.archive import Archive, archive_path
 
     if run_dir.exists() and not run_dir.is_dir():
@@ -127,9 +130,6 @@ def check_run_dir(run_dir: Path, *, resume: bool) -> None:
         return
     with Archive.open(db, create=False) as archive:
         prog = archive.load_state("progress")
-    if prog is None and resume:
-        raise ConfigError(f"--resume: the run in {run_dir} has not finished a stage yet; start it "
-                          "again without --resume in a new --run-dir")
     if prog is not None and not resume:
         raise ConfigError(f"{run_dir} already holds a run (iteration {prog['iteration']}); pass "
                           "--resume to continue it or choose another --run-dir")
