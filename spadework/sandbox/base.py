@@ -112,6 +112,8 @@ class Sandbox:
         self._sock: socket.socket | None = None
         self._dir: str | None = None
         self._zlog = None
+        #: Zygotes started in place of one that died (killed from outside, out of memory).
+        self.revived = 0
         self._code_cache: OrderedDict[str, tuple[bytes, str | ContractError]] = OrderedDict()
         self.isolation: Isolation | None = None
 
@@ -139,7 +141,14 @@ class Sandbox:
         # EOF once the socket is collected; its children die with it).
         weakref.finalize(self, shutil.rmtree, self._dir, True)
         try:
-            hello = self._start_zygote()
+            try:
+                hello = self._start_zygote()
+            except SandboxUnavailable:
+                killed = self._proc is not None and (self._proc.poll() or 0) < 0
+                if not killed:  # it failed on its own: its reason stands
+                    raise
+                self._drop_zygote()  # killed by a signal while it started: once more
+                hello = self._start_zygote()
             handle = self._fork_child()
             try:
                 layers = handle.handshake(time.monotonic() + self.limits.load_seconds)
@@ -186,14 +195,21 @@ class Sandbox:
                 handle.close()  # outside the lock: close() reaches _forget, which takes it
                 return
 
-    def _hardened_child(self, deadline: float) -> tuple[EnvHandle, list]:
-        """A spare if one is waiting (and tell the filler to replace it), else a fresh fork; with
-        the isolation layers its handshake reports."""
+    def _hardened_child(self, deadline: float, fresh: bool = False) -> tuple[EnvHandle, list]:
+        """A spare if one is waiting (and tell the filler to replace it) unless ``fresh``, else a
+        fresh fork; with the isolation layers its handshake reports."""
+        proc = self._proc
+        if proc is not None and proc.poll() is not None:  # the zygote died: its spares too
+            self._revive(self.revived)
         with self._wake:
-            handle = self._spares.popleft() if self._spares else None
+            handle = self._spares.popleft() if self._spares and not fresh else None
             self._wake.notify()
-        if handle is None:
-            handle = self._fork_child()
+        if handle is not None:
+            try:
+                return handle, handle.handshake(deadline)
+            except EnvCrashed:  # the spare died while it waited (killed from outside): it ran
+                handle.close()  # no environment code, so this is no fault of the module
+        handle = self._fork_child()
         try:
             return handle, handle.handshake(deadline)
         except BaseException:
@@ -236,6 +252,18 @@ class Sandbox:
         if not data:
             raise SandboxUnavailable(f"the zygote exited at start: {self._zygote_tail()}")
         return msgpack.unpackb(data, raw=False)
+
+    def _drop_zygote(self) -> None:
+        """Close what a zygote that failed to start left: its socket, process and log."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+        if self._zlog is not None:
+            self._zlog.close()
+            self._zlog = None
 
     def _zygote_tail(self) -> str:
         if self._zlog is None:
@@ -313,7 +341,15 @@ class Sandbox:
             raise ContractError(found.reason)  # a fresh exception each time, not the cached one
         name = class_name or found
         own = time.monotonic() + self.limits.load_seconds
+        extra = dict(kwargs or {})
+        if level is not None:
+            extra["level"] = level
+        spec = {"code": blob, "class_name": name, "max_turns": max_turns, "kwargs": extra}
         handle, layers = self._hardened_child(min(own, deadline) if deadline is not None else own)
+        if not _alive(handle.pid):  # a spare killed from outside while it waited: the module
+            handle.close()          # never reached it, so this is no fault of the module
+            handle, layers = self._hardened_child(
+                min(own, deadline) if deadline is not None else own, fresh=True)
         try:
             iso = Isolation.from_report(layers)
             missing = iso.missing(self.limits.required_layers)
@@ -322,10 +358,6 @@ class Sandbox:
                     f"required isolation layer(s) {', '.join(missing)} did not hold in a child "
                     "(see sb.isolation); set Limits(allow_degraded=True) to run anyway"
                 )
-            extra = dict(kwargs or {})
-            if level is not None:
-                extra["level"] = level
-            spec = {"code": blob, "class_name": name, "max_turns": max_turns, "kwargs": extra}
             handle.load_module(spec, seconds=max(0.001, own - time.monotonic()), deadline=deadline)
         except BaseException:
             handle.close()
@@ -346,7 +378,13 @@ class Sandbox:
                 os.chown(scratch, self.limits.uid, self.limits.gid)
             plan = {"scratch": scratch, "uid": self.limits.uid, "gid": self.limits.gid,
                     "limits": self.limits.rlimits(), "cap": self.limits.max_message_bytes}
-            reply = self._request({"op": "spawn", "plan": plan}, [log_fd, req_r, resp_w])
+            msg, generation = {"op": "spawn", "plan": plan}, self.revived
+            try:
+                reply = self._request(msg, [log_fd, req_r, resp_w])
+            except EnvCrashed:
+                if not self._revive(generation):
+                    raise
+                reply = self._request(msg, [log_fd, req_r, resp_w])  # our ends are still open
         except BaseException:
             for fd in (req_w, resp_r, log_fd):
                 os.close(fd)
@@ -359,6 +397,31 @@ class Sandbox:
         with self._hlock:
             self._handles.add(handle)
         return handle
+
+    def _revive(self, generation: int) -> bool:
+        """Start a new zygote in place of one that died (SIGKILLed from outside, killed for
+        memory): the environments the old one held died with it (their episodes fail as
+        crashed), its spares are dropped, and loads work again. True when a new one runs; False
+        while the sandbox stops, or when the zygote is alive (the failure was something else).
+        ``generation``: :attr:`revived` when the caller's request was sent (another thread may
+        have started the new zygote since: True)."""
+        with self._zlock:
+            if self.revived != generation:
+                return True
+            if self._stopping or self._proc is None or self._proc.poll() is None:
+                return False
+            if self._sock is not None:
+                self._sock.close()
+            if self._zlog is not None:
+                self._zlog.close()
+            self._start_zygote()
+            self.revived += 1
+        with self._wake:
+            dead, self._spares = list(self._spares), deque()
+            self._wake.notify_all()
+        for handle in dead:  # their release goes to the new zygote, which knows no such pid
+            handle.close()
+        return True
 
     # ------------------------------------------------------------------ the zygote connection
 
@@ -440,6 +503,17 @@ class Sandbox:
                 self._wake.notify()
                 return
         shutil.rmtree(handle.scratch, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (not gone, not a zombie awaiting its reaper): read from
+    /proc, about 20 µs."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
 
 
 def probe(limits: Limits | None = None) -> Isolation:

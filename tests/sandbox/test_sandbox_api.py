@@ -22,6 +22,7 @@ from spadework.errors import (
     SandboxUnavailable,
 )
 from spadework.sandbox import DEFAULT_REQUIRED, Limits, Sandbox
+from spadework.sandbox.base import _alive
 from tests.sandbox.conftest import settled_pool, spares
 
 GUESS = '''
@@ -340,3 +341,45 @@ def test_module_over_the_message_cap_is_a_load_error(small_sb):
     code = GUESS + "\nPAD = '" + "x" * (2 << 20) + "'\n"
     with pytest.raises(EnvLoadError, match="cannot be sent"):
         small_sb.load(code)
+
+
+def test_a_zygote_killed_from_outside_is_replaced_and_loads_work_again():
+    """SIGKILL of the fork server (as an OOM killer or a stray ``kill`` would): the environments
+    it held die with it, and the next load starts a new one and plays."""
+    import signal
+
+    with Sandbox(Limits(step_seconds=3.0, load_seconds=5.0, episode_seconds=30.0)) as box:
+        with box.load(GUESS) as env:
+            env.reset(seed=1)
+        old = box.zygote_pid
+        os.kill(old, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while box._proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with box.load(GUESS) as env:
+            env.reset(seed=2)
+            assert env.step(env.solution())[1] == 1.0
+        assert box.revived == 1 and box.zygote_pid != old and box.zygote_alive()
+
+
+@pytest.mark.parametrize("reply_read", [False, True])
+def test_a_spare_killed_while_it_waits_is_replaced_and_the_load_succeeds(reply_read):
+    """A pre-forked child SIGKILLed from outside before it got a module: the load goes to a
+    fresh child instead of failing the environment, whether the spare's hardening reply still
+    sat in its pipe (the load's write finds the pipe closed) or had been read (the handshake
+    finds it)."""
+    import signal
+
+    with Sandbox(Limits(step_seconds=3.0, load_seconds=5.0, episode_seconds=30.0)) as box:
+        settled_pool(box)
+        time.sleep(0.5)  # the spares have hardened and written their reply
+        for handle in spares(box):
+            if reply_read:
+                handle.handshake(time.monotonic() + 5)
+            os.kill(handle.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(_alive(h.pid) for h in spares(box)) and time.monotonic() < deadline:
+            time.sleep(0.01)  # dead (zombies the zygote has not reaped): died while waiting
+        with box.load(GUESS) as env:
+            env.reset(seed=2)
+            assert env.step(env.solution())[1] == 1.0
