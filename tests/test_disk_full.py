@@ -80,3 +80,37 @@ def test_only_errors_that_mean_no_room_become_storage_errors(tmp_path):
     with pytest.raises(ValueError, match="unrelated"), room_to_write(tmp_path / "m", "metrics"):
         raise ValueError("unrelated")
     assert list(tmp_path.iterdir()) == []  # the probe is gone
+
+
+ARCHIVE_CHILD = textwrap.dedent("""
+    import json, os, resource, signal, sys
+    from pathlib import Path
+    from spadework.archive import Archive
+    path = Path(sys.argv[1])
+    a = Archive.open(path)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(path) + 4096, resource.RLIM_INFINITY))
+    stored = 0
+    try:
+        for i in range(2000):
+            with a.transaction():
+                a.save_state(f"k{i}", {"x": "y" * 5000})
+            stored += 1
+        print(json.dumps({"error": None}))
+    except Exception as e:
+        print(json.dumps({"error": str(e), "kind": type(e).__name__, "stored": stored}))
+""")
+
+
+def test_an_archive_write_that_finds_no_room_says_so_and_keeps_what_was_stored(tmp_path):
+    path = tmp_path / "archive.sqlite"
+    proc = subprocess.run([sys.executable, "-c", ARCHIVE_CHILD, str(path)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["kind"] == "ArchiveError" and f"archive {path}" in out["error"]
+    assert "no room to write (File too large" in out["error"] and "MiB left" in out["error"]
+    from spadework.archive import Archive
+
+    with Archive.open(path, create=False) as a:  # every committed transaction is there
+        assert [a.load_state(f"k{i}") is not None for i in range(out["stored"] + 1)] == \
+            [True] * out["stored"] + [False]

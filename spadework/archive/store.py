@@ -52,6 +52,7 @@ from spadework.archive.records import (
 )
 from spadework.archive.schema import SCHEMA_VERSION, migrate
 from spadework.errors import ArchiveError
+from spadework.paths import free_space, no_room
 from spadework.types import Episode
 
 #: The archive's file name inside a run directory.
@@ -171,7 +172,7 @@ class Archive:
             raise ArchiveError(f"{e}: store an environment before the attempts, statistics and "
                                "episodes that refer to it; keys must be unique") from e
         except sqlite3.Error as e:
-            raise ArchiveError(f"archive {self.path}: {e}") from e
+            raise self._error(e) from e
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         """Rows of a read-only SQL query (for reports and ad-hoc inspection). A row SQLite cannot
@@ -181,13 +182,25 @@ class Archive:
             try:
                 return cursor.fetchall()
             except sqlite3.Error as e:
-                raise ArchiveError(f"archive {self.path}: {e}") from e
+                raise self._error(e) from e
+
+    def _error(self, e: sqlite3.Error) -> ArchiveError:
+        """SQLite's error as an ArchiveError naming the archive; a write that found no room
+        (SQLite says "disk I/O error" or "database or disk is full") says so, with the space
+        left: the transaction was rolled back, so what was stored before is intact."""
+        why = no_room(self.path, e) if "disk" in str(e) else None
+        if why is None:
+            return ArchiveError(f"archive {self.path}: {e}")
+        return ArchiveError(f"archive {self.path}: {e}: no room to write ({why}; "
+                            f"{free_space(self.path)}); what was stored before is intact. Free "
+                            "some space (or raise the file-size limit) and run the same command "
+                            "again to resume")
 
     def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         try:
             self._conn.executemany(sql, rows)
         except sqlite3.Error as e:
-            raise ArchiveError(f"archive {self.path}: {e}") from e
+            raise self._error(e) from e
 
     # -- environments -------------------------------------------------------------------------
 

@@ -113,12 +113,19 @@ def load_learner(learner: Any, directory: Path) -> None:
         if _norm(saved.get(name)) != _norm(now[name]):
             raise ConfigError(f"checkpoint has {name}={saved.get(name)!r} but this learner has "
                               f"{now[name]!r}; build the learner with the checkpoint's value")
+    name = "trainable.safetensors"
     try:
-        tensors = load_file(str(directory / "trainable.safetensors"))
-        opt_state = torch.load(directory / "optimizer.pt", weights_only=True)
-        rng = torch.load(directory / "rng.pt", weights_only=True)
+        tensors = load_file(str(directory / name))
+        name = "optimizer.pt"
+        opt_state = torch.load(directory / name, weights_only=True)
+        name = "rng.pt"
+        rng = torch.load(directory / name, weights_only=True)
     except (OSError, SafetensorError, RuntimeError) as e:
-        raise ArchiveError(f"cannot read checkpoint files in {directory}: {e}") from e
+        first = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        raise ArchiveError(
+            f"the checkpoint {directory} is damaged: {name} cannot be read ({first}). Restore "
+            f"that folder from a copy and resume again, or move {directory.parent} aside to "
+            "resume with a fresh learner (the archive keeps every episode)") from e
     params = dict((n, p) for n, p in learner.model.named_parameters() if p.requires_grad)
     if set(params) != set(tensors):
         missing, extra = sorted(set(params) - set(tensors)), sorted(set(tensors) - set(params))
