@@ -244,6 +244,32 @@ def trainable_policy_factory() -> ScriptedPolicy:
     return policy
 
 
+_HOG = (
+    "        if self.a % 3 == 0:\n"
+    "            grab = [bytearray(64 << 20) for _ in range(256)]  # 16 GiB: past any limit\n"
+    "            del grab\n"
+)
+_HINT = '        hint = "too high" if guess > self.target else "too low"\n'
+
+
+def hog_script(conv, turn):
+    """:func:`half_solving_script`, but the designed arithmetic chain grabs memory until the
+    sandbox's address-space limit stops it whenever a wrong answer meets an ``a`` divisible by 3
+    (memory exhaustion inside a designed environment, for benchmarks/soak.py)."""
+    if conv.messages[0]["role"] == "system" and "design" in conv.messages[0]["content"]:
+        module = GOOD_ENV.read_text()
+        assert _HINT in module
+        return "```python\n" + module.replace(_HINT, _HOG + _HINT) + "\n```"
+    return half_solving_script(conv, turn)
+
+
+def soak_policy_factory() -> ScriptedPolicy:
+    """:func:`trainable_policy_factory` with :func:`hog_script`'s designs (benchmarks/soak.py)."""
+    policy = trainable_policy_factory()
+    policy.script = hog_script
+    return policy
+
+
 class RecordingSync:
     """A weight sync that records when it was pushed, relative to the learner's steps."""
 
