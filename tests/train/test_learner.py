@@ -291,6 +291,13 @@ def test_checkpoint_refuses_mismatched_or_incomplete(tmp_path):
     learner.save(tmp_path / "c")
     with pytest.raises(ConfigError, match="lora_r"):
         Learner(make_tiny_policy(), TrainConfig(lora_r=4)).load(tmp_path / "c")
+    for name in ("optimizer.pt", "trainable.safetensors"):  # cut to half on disk
+        learner.save(tmp_path / "c")
+        data = (tmp_path / "c" / name).read_bytes()
+        (tmp_path / "c" / name).write_bytes(data[: len(data) // 2])
+        with pytest.raises(ArchiveError, match=f"checkpoint .*/c is damaged: {name} cannot be "
+                           "read .*Restore that folder from a copy"):
+            learner.load(tmp_path / "c")
     (tmp_path / "c" / "learner.json").unlink()
     with pytest.raises(ArchiveError, match="learner.json"):
         learner.load(tmp_path / "c")
