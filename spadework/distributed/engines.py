@@ -42,12 +42,11 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
+from spadework.policy.http import HTTPFailure, exchange
 
 #: The name clients send: the LoRA adapter's name, or the served model's for full weights.
 SERVED_NAME = "spadework"
@@ -184,10 +183,9 @@ class ProcessEngine:
                 raise PolicyError(f"{engine} exited with {self.proc.returncode} while starting: "
                                   f"{self._tail()}")
             try:
-                with urllib.request.urlopen(f"http://{self.host}:{self.port}/health", timeout=5) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
+                exchange("GET", f"http://{self.host}:{self.port}/health", timeout_s=5)
+                return
+            except HTTPFailure:
                 pass
             time.sleep(2.0)
         self.close()
@@ -208,17 +206,12 @@ class ProcessEngine:
         return SERVED_NAME
 
     def _post(self, path: str, body: dict[str, Any], timeout_s: float = 600.0) -> dict[str, Any]:
-        req = urllib.request.Request(f"http://{self.host}:{self.port}{path}", method="POST",
-                                     data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-                text = resp.read().decode("utf-8", "replace")
-        except urllib.error.HTTPError as e:
-            raise PolicyError(f"{self.engine} {path}: HTTP {e.code}: "
-                              f"{e.read()[:500].decode('utf-8', 'replace')}") from e
-        except (urllib.error.URLError, OSError) as e:
-            raise PolicyError(f"{self.engine} {path}: {getattr(e, 'reason', e)}") from e
+            raw = exchange("POST", f"http://{self.host}:{self.port}{path}", body,
+                           timeout_s=timeout_s)
+        except HTTPFailure as e:
+            raise PolicyError(f"{self.engine} {path}: {e}") from e
+        text = raw.decode("utf-8", "replace")
         try:
             return json.loads(text) if text.strip() else {}
         except json.JSONDecodeError:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
@@ -29,6 +27,7 @@ from typing import Any
 from spadework.errors import PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams, as_conversation
 from spadework.policy.hf import chat_prompt_ids
+from spadework.policy.http import HTTPFailure, exchange
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 
@@ -138,27 +137,17 @@ class OpenAIPolicy:
     def _request(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
         """One HTTP exchange with retries; returns the decoded JSON object or raises PolicyError."""
         url = self.base_url + path
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
         last = ""
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff_s * 2 ** (attempt - 1))
-            req = urllib.request.Request(url, data=data, headers=headers, method=method)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    raw = resp.read()
-            except urllib.error.HTTPError as e:
-                detail = e.read()[:500].decode("utf-8", "replace")
-                last = f"HTTP {e.code} from {url}: {detail}"
-                if e.code in _RETRY_STATUS:
+                raw = exchange(method, url, body, api_key=self.api_key, timeout_s=self.timeout_s)
+            except HTTPFailure as e:  # nothing answered (refused, reset, DNS, timeout), or a status
+                last = str(e)
+                if e.status is None or e.status in _RETRY_STATUS:
                     continue
-                raise PolicyError(last) from e
-            except (urllib.error.URLError, OSError) as e:  # refused, reset, DNS, socket timeout
-                last = f"cannot reach {url}: {getattr(e, 'reason', e)}"
-                continue
+                raise
             return _decode_json(raw, url)
         raise PolicyError(f"{last} (gave up after {self.retries + 1} attempts)")
 

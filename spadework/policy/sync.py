@@ -23,15 +23,13 @@ backend table says which).
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from spadework.errors import ConfigError, PolicyError
+from spadework.policy.http import HTTPFailure, exchange
 
 
 @runtime_checkable
@@ -87,22 +85,14 @@ class VLLMLoraSync:
             self._post("/v1/unload_lora_adapter", {"lora_name": previous})
 
     def _post(self, path: str, body: dict[str, Any]) -> str:
-        url = self.base_url + path
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers,
-                                     method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                return resp.read().decode("utf-8", "replace")
-        except urllib.error.HTTPError as e:
-            detail = e.read()[:500].decode("utf-8", "replace")
+            raw = exchange("POST", self.base_url + path, body, api_key=self.api_key,
+                           timeout_s=self.timeout_s)
+        except HTTPFailure as e:
             hint = (" (is the server started with --enable-lora and "
-                    "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True?)" if e.code in (400, 404) else "")
-            raise PolicyError(f"HTTP {e.code} from {url}: {detail}{hint}") from e
-        except (urllib.error.URLError, OSError) as e:
-            raise PolicyError(f"cannot reach {url}: {getattr(e, 'reason', e)}") from e
+                    "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True?)" if e.status in (400, 404) else "")
+            raise PolicyError(f"{e}{hint}") from e
+        return raw.decode("utf-8", "replace")
 
 
 class LlamaCppLoraSync:
