@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 def kept_mass(logits, temperature: float, top_k: int, top_p: float):
     """Per position, the full-softmax mass (at ``temperature``) of the set top-k then top-p keep,
-    as the samplers build it (``spadework.policy.hf.sample_tokens``).
+    as the samplers build it (``spadework.policy.decode.sample_tokens``).
 
     >>> import torch
     >>> float(kept_mass(torch.tensor([[2.0, 1.0, 0.0, -9.0]]), 1.0, 0, 0.5)[0]) > 0.5

@@ -341,7 +341,7 @@ def test_a_reply_ends_at_its_first_complete_move(sb):
 
 
 def test_the_local_backends_stop_on_the_token_that_closes_the_move():
-    from spadework.policy.hf import DecodeRow
+    from spadework.policy.decode import DecodeRow
 
     class Chars:  # a tokenizer of one character per id
         stop_token_ids = frozenset({0})

@@ -27,7 +27,8 @@ from typing import Any
 
 from spadework.errors import PolicyError
 from spadework.policy.base import Completion, SamplingParams
-from spadework.policy.hf import DecodeRow, HFPolicy, checked_prompts, sample_tokens
+from spadework.policy.decode import DecodeRow, checked_prompts, sample_tokens
+from spadework.policy.hf import HFPolicy
 
 
 @dataclasses.dataclass(eq=False)

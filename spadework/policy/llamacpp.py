@@ -30,7 +30,7 @@ from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams, StreamRequest
-from spadework.policy.hf import chat_prompt_ids, checked_prompts, sample_tokens
+from spadework.policy.decode import chat_prompt_ids, checked_prompts, sample_tokens
 from spadework.policy.llamacpp_lib import Row, context_params, default_threads, llama
 
 KV_TYPES = ("f32", "f16")
@@ -200,11 +200,11 @@ class LlamaCppPolicy:
     def score(self, prompt_ids: Sequence[int], output_ids: Sequence[int],
               temperature: float = 1.0) -> list[float]:
         """Teacher-forced logprobs of ``output_ids`` after ``prompt_ids`` under the engine's
-        current weights (the counterpart of ``hf.teacher_forced_logprobs``; the sync probe)."""
+        current weights (the counterpart of ``decode.teacher_forced_logprobs``; the sync probe)."""
         import numpy as np
         import torch
 
-        from spadework.policy.hf import token_logprobs
+        from spadework.policy.decode import token_logprobs
 
         seq = list(prompt_ids) + list(output_ids)
         if not prompt_ids or not output_ids or len(seq) > self._context:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spadework.errors import PolicyError
-from spadework.policy.hf import DecodeRow
+from spadework.policy.decode import DecodeRow
 
 
 def _quiet_log(level: int, text: bytes, user_data: Any) -> None:

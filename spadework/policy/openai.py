@@ -26,7 +26,7 @@ from typing import Any
 
 from spadework.errors import PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams, as_conversation
-from spadework.policy.hf import chat_prompt_ids
+from spadework.policy.decode import chat_prompt_ids
 from spadework.policy.http import HTTPFailure, exchange
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}

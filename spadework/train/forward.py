@@ -112,7 +112,7 @@ def _head_logprobs(head: Any, rows: Any, targets: Any, temps: Any, entropy: bool
     ``head`` is None) to the targets' logprobs, and the entropies when asked."""
     import torch
 
-    from spadework.policy.hf import scaled_log_softmax
+    from spadework.policy.decode import scaled_log_softmax
 
     logp = scaled_log_softmax(rows if head is None else head(rows.to(head.weight.dtype)), temps)
     picked = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)

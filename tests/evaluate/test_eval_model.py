@@ -55,7 +55,8 @@ def test_a_lora_checkpoint_goes_into_the_llamacpp_engine_as_an_adapter(tmp_path)
     pytest.importorskip("llama_cpp")
     import torch
 
-    from spadework.policy.hf import load_hf_policy, teacher_forced_logprobs
+    from spadework.policy.decode import teacher_forced_logprobs
+    from spadework.policy.hf import load_hf_policy
     from spadework.train.checkpoint import save_learner
     from spadework.train.grpo import Learner, TrainConfig
 

@@ -9,7 +9,7 @@ import pytest
 
 from spadework.errors import ConfigError, PolicyError
 from spadework.policy.base import Conversation, Policy, SamplingParams
-from spadework.policy.hf import chat_prompt_ids, teacher_forced_logprobs
+from spadework.policy.decode import chat_prompt_ids, teacher_forced_logprobs
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by `make setup`")
 

@@ -100,7 +100,7 @@ def test_the_servers_logprobs_are_before_temperature(llama_server, hf_policy):
     T=0.7| 0.39. The test holds the server within a quarter of the convention's own size of the
     T=1 reference and beyond three quarters of it from the T=0.7 one, so it fails if either the
     server's convention or the learner's scoring changes."""
-    from spadework.policy.hf import teacher_forced_logprobs
+    from spadework.policy.decode import teacher_forced_logprobs
 
     client = OpenAIPolicy(llama_server, "smollm2", tokenizer=hf_policy.tokenizer,
                           context_length=2048, retries=0, extra_body={"top_logprobs": 1})

@@ -7,7 +7,7 @@ import torch
 
 from spadework.errors import ConfigError
 from spadework.policy.base import Completion, Conversation, SamplingParams, as_conversation
-from spadework.policy.hf import derive_seed, filter_logits, sample_tokens, token_logprobs
+from spadework.policy.decode import derive_seed, filter_logits, sample_tokens, token_logprobs
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ import pytest
 
 from spadework.errors import PolicyError
 from spadework.policy.base import Conversation, SamplingParams
-from spadework.policy.hf import HFPolicy, teacher_forced_logprobs
+from spadework.policy.decode import teacher_forced_logprobs
+from spadework.policy.hf import HFPolicy
 
 # Sampled logprobs come from a cached, left-padded batched forward; teacher-forced ones from one
 # unpadded full pass. Both are fp32 on CPU; observed gaps are ~1e-5, so 1e-3 leaves room for

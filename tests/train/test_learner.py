@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spadework.errors import ArchiveError, ConfigError
-from spadework.policy.hf import teacher_forced_logprobs
+from spadework.policy.decode import teacher_forced_logprobs
 from spadework.train import Learner, Sample, TrainConfig
 from spadework.types import Sampling
 from tests.train.conftest import make_tiny_policy

@@ -39,7 +39,7 @@ def pair():
 
 
 def test_engine_follows_the_learner_over_two_updates_and_a_missed_sync_is_caught(pair):
-    from spadework.policy.hf import teacher_forced_logprobs
+    from spadework.policy.decode import teacher_forced_logprobs
     from spadework.train import LlamaCppLoraSync, Sample
 
     engine, learner, sync = pair
@@ -105,7 +105,8 @@ def test_base_weights_switch_the_adapter_off_in_both_engines_and_back_on(pair):
     ``base_weights()`` the engine and the learner's HF policy score like the untrained base,
     outside like the trained weights (the adapter stays loaded and trained)."""
     from spadework.policy.base import BaseWeights
-    from spadework.policy.hf import HFPolicy, teacher_forced_logprobs
+    from spadework.policy.decode import teacher_forced_logprobs
+    from spadework.policy.hf import HFPolicy
     from spadework.train import Sample
 
     engine, learner, sync = pair
