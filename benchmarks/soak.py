@@ -20,6 +20,8 @@ Faults, drawn in turn from ``--faults`` at a moment drawn from the undisturbed r
 - ``truncated_checkpoint``: between attempts the latest checkpoint's ``optimizer.pt`` is cut to
   half; the resume must refuse it with one ``error:`` line naming it. The driver then puts the
   file back from the copy it took, as a user restores a damaged file from a backup, and resumes.
+  While there is no checkpoint yet it waits: the next other fault goes first, or, when none is
+  left, a start is stopped as soon as the first checkpoint is written (not counted as a fault).
 
 At the end: every iteration in ``metrics.jsonl`` exactly once, ``PRAGMA integrity_check`` ok,
 episodes unique by (iteration, environment, arm, play) and as many as the undisturbed run's,
@@ -153,6 +155,10 @@ def attempt(run_dir: Path, args: argparse.Namespace, resume: bool, plan: list[st
     reached = None
     while proc.poll() is None:
         now = time.monotonic() - start
+        if "until_checkpoint" in plan and has_checkpoint(run_dir):
+            os.killpg(proc.pid, signal.SIGKILL)  # not a fault: a checkpoint to truncate next
+            row["stopped_at_checkpoint"] = True
+            break
         if kills and reached is None and progress(run_dir) >= target:
             reached = now
         if kills and reached is not None and now >= reached + delay:
@@ -184,7 +190,7 @@ def attempt(run_dir: Path, args: argparse.Namespace, resume: bool, plan: list[st
             os.killpg(proc.pid, signal.SIGKILL)
             row["stalled"] = True
         time.sleep(0.02)
-    row["rc"] = proc.returncode
+    row["rc"] = proc.wait()
     row["wall_s"] = round(time.monotonic() - start, 1)
     log.seek(0)
     err = log.read().decode(errors="replace")
@@ -194,6 +200,10 @@ def attempt(run_dir: Path, args: argparse.Namespace, resume: bool, plan: list[st
     if kills:
         row["not_fired"] = kills  # the run ended before their points
     return row
+
+
+def has_checkpoint(run_dir: Path) -> bool:
+    return (run_dir / "checkpoints" / "latest.json").exists()
 
 
 def truncate_latest(run_dir: Path, backup: Path) -> dict:
@@ -305,6 +315,16 @@ def main() -> None:
     table, backup = [], base / "optimizer.pt.backup"
     resume, left, dropped = False, list(faults), []
     for _ in range(4 * len(faults) + 10):
+        if left and left[0] == "truncated_checkpoint" and not has_checkpoint(run):
+            # nothing to truncate yet (every start so far stopped before the first checkpoint):
+            # the next other fault first, or a start stopped once the first checkpoint is written
+            others = [i for i, f in enumerate(left) if f != "truncated_checkpoint"]
+            if others:
+                left.insert(0, left.pop(others[0]))
+            else:
+                table.append(attempt(run, args, resume, ["until_checkpoint"], rng))
+                resume = resume or (run / "archive.sqlite").exists()
+                continue
         if left and left[0] == "truncated_checkpoint":
             left.pop(0)
             row = truncate_latest(run, backup)

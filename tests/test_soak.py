@@ -28,7 +28,8 @@ def test_a_short_soak_loses_nothing(tmp_path):
     assert checks["episodes_unique"] and checks["episodes"][0] == checks["episodes"][1]
     assert set(checks["checkpoints"].values()) == {"ok"}
     assert out["tracebacks"] == 0 and "traceback" not in json.dumps(out["outcomes"])
-    assert out["outcomes"]["truncated_checkpoint"] == {"clear_error": 1}
+    table = json.dumps(out["attempts"])[-3000:]
+    assert out["outcomes"].get("truncated_checkpoint") == {"clear_error": 1}, table
     # an iteration differs from the undisturbed run only where a killed sandbox child failed a
     # check or an episode
     for changes in checks["iterations_differing"].values():
