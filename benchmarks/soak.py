@@ -13,13 +13,15 @@ Faults, drawn in turn from ``--faults`` at a moment drawn from the undisturbed r
 - ``kill_run``: SIGKILL of the run's process group; resumed with ``--resume``.
 - ``kill_sandbox_child``: SIGKILL of one process under the run's sandbox (a zygote's child or the
   zygote); the run goes on (the episode it held is recorded as failed).
-- ``disk_full``: the attempt runs under a file-size limit drawn from 128 KiB to 1 MiB (SIGXFSZ
-  ignored: a write past it fails with EFBIG, as on a full disk), so that the first checkpoint or
-  archive write that needs more fails; the run must stop with one ``error:`` line naming the
-  file; resumed without the limit.
+- ``disk_full``: the attempt runs under a file-size limit drawn from 128 KiB to below the
+  largest file of the undisturbed run's checkpoints (at most 1 MiB; SIGXFSZ ignored: a write
+  past it fails with EFBIG, as on a full disk), so that the archive's or the next checkpoint's
+  write fails; the run must stop with one ``error:`` line naming the file; resumed without it.
 - ``truncated_checkpoint``: between attempts the latest checkpoint's ``optimizer.pt`` is cut to
-  half; the resume must refuse it with one ``error:`` line naming it. The driver then puts the
-  file back from the copy it took, as a user restores a damaged file from a backup, and resumes.
+  half; the resume must pass it over, naming it, and go on from the checkpoint before (recorded
+  in the archive's ``checkpoint_fallbacks``; the damaged folder kept as ``iter_XXXX.damaged``).
+  The learner is then one update behind the undisturbed run's, so the iterations from there on
+  are not compared (``iterations_after_fallback``).
   While there is no checkpoint yet it waits: the next other fault goes first, or, when none is
   left, a start is stopped as soon as the first checkpoint is written (not counted as a fault).
 
@@ -113,8 +115,9 @@ def progress(run_dir: Path) -> int:
     return p["iteration"] * len(STAGES) + STAGES.index(p["stage"])
 
 
-def largest_file(run_dir: Path) -> int:
-    return max((p.stat().st_size for p in run_dir.rglob("*") if p.is_file()), default=0)
+def largest_checkpoint_file(run_dir: Path) -> int:
+    return max((p.stat().st_size for p in (run_dir / "checkpoints").rglob("*") if p.is_file()),
+               default=0)
 
 
 def file_limit(limit: int):
@@ -142,8 +145,8 @@ def attempt(run_dir: Path, args: argparse.Namespace, resume: bool, plan: list[st
         return min(progress(run_dir) + rng.randint(1, 4), last - 1), rng.uniform(0.0, 0.5)
 
     limit = None
-    if "disk_full" in plan:  # below the larger files a run writes (a checkpoint's optimizer)
-        limit = rng.randint(128 << 10, 1 << 20)
+    if "disk_full" in plan:  # below the largest file of a checkpoint: the next save hits it
+        limit = rng.randint(min(128 << 10, args.limit_below // 2), args.limit_below - 1)
         row["file_size_limit"] = limit
     log = tempfile.TemporaryFile()  # noqa: SIM115 (the child's stderr, read at its end)
     start = time.monotonic()
@@ -206,12 +209,9 @@ def has_checkpoint(run_dir: Path) -> bool:
     return (run_dir / "checkpoints" / "latest.json").exists()
 
 
-def truncate_latest(run_dir: Path, backup: Path) -> dict:
+def truncate_latest(run_dir: Path) -> dict:
     pointer = run_dir / "checkpoints" / "latest.json"
-    if not pointer.exists():
-        return {"fault": "truncated_checkpoint", "note": "no checkpoint yet"}
     target = run_dir / "checkpoints" / json.loads(pointer.read_text())["dir"] / "optimizer.pt"
-    shutil.copy2(target, backup)
     data = target.read_bytes()
     target.write_bytes(data[: len(data) // 2])
     return {"fault": "truncated_checkpoint", "file": str(target.relative_to(run_dir)),
@@ -229,8 +229,10 @@ def outcomes(table: list[dict]) -> dict[str, dict[str, int]]:
             out.setdefault(e["fault"], Counter())["ran_on"] += 1
         kinds = [e["fault"] for e in fired[-1:]]
         kinds += [f for f in r.get("faults", []) if f == "disk_full"]
-        if r.get("fault") == "truncated_checkpoint" and "file" in r:
-            kinds.append("truncated_checkpoint")
+        if r.get("fault") == "truncated_checkpoint":
+            out.setdefault("truncated_checkpoint", Counter())[
+                "traceback" if r.get("tracebacks") else
+                "fell_back" if r.get("fell_back") else "not_passed_over"] += 1
         for kind in kinds:
             how = ("traceback" if r.get("tracebacks") else "killed" if r["rc"] == -signal.SIGKILL
                    else "clear_error" if r["rc"] != 0 and r.get("error") else
@@ -259,6 +261,19 @@ def changed(a, b, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {a} (undisturbed {b})"]
 
 
+def fallbacks(run_dir: Path) -> list[dict]:
+    """The archive's record of resumes that passed over a damaged checkpoint."""
+    db = run_dir / "archive.sqlite"
+    if not db.exists():
+        return []
+    con = sqlite3.connect(db)
+    try:
+        row = con.execute("SELECT value FROM state WHERE key = 'checkpoint_fallbacks'").fetchone()
+    finally:
+        con.close()
+    return json.loads(row[0])["events"] if row else []
+
+
 def metrics(run_dir: Path) -> list[dict]:
     path = run_dir / "metrics.jsonl"
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
@@ -278,6 +293,8 @@ def checkpoints_loadable(run_dir: Path) -> dict[str, str]:
 
     out = {}
     for folder in sorted((run_dir / "checkpoints").glob("iter_*")):
+        if "." in folder.name:  # iter_XXXX.damaged: passed over and kept for inspection
+            continue
         try:
             load_file(str(folder / "trainable.safetensors"))
             torch.load(folder / "optimizer.pt", weights_only=True)
@@ -312,8 +329,10 @@ def main() -> None:
     if first["rc"] != 0:
         raise SystemExit(f"the undisturbed run failed: {first}")
     ref_wall = first["wall_s"]
-    table, backup = [], base / "optimizer.pt.backup"
-    resume, left, dropped = False, list(faults), []
+    # a limit above every file an attempt writes would let it finish with the faults left unfired
+    args.limit_below = min(1 << 20, largest_checkpoint_file(ref) or 1 << 20)
+    table: list[dict] = []
+    resume, left, dropped, fell_back_at = False, list(faults), [], None
     for _ in range(4 * len(faults) + 10):
         if left and left[0] == "truncated_checkpoint" and not has_checkpoint(run):
             # nothing to truncate yet (every start so far stopped before the first checkpoint):
@@ -325,20 +344,21 @@ def main() -> None:
                 table.append(attempt(run, args, resume, ["until_checkpoint"], rng))
                 resume = resume or (run / "archive.sqlite").exists()
                 continue
-        if left and left[0] == "truncated_checkpoint":
+        truncated = {}
+        if left and left[0] == "truncated_checkpoint":  # then the next start, with its faults
             left.pop(0)
-            row = truncate_latest(run, backup)
-            if "file" in row:
-                row.update(attempt(run, args, True, [], rng))
-                row["refused_clearly"] = row["rc"] != 0 and bool(row["error"]) and \
-                    Path(row["file"]).name in (row["error"] or "")
-                shutil.copy2(backup, run / row["file"])  # the user's backup
-            table.append(row)
-            continue
-        plan = [left.pop(0)] if left else []
+            truncated, before, done_before = truncate_latest(run), len(fallbacks(run)), \
+                len(metrics(run))
+        plan = [left.pop(0)] if left and left[0] != "truncated_checkpoint" else []
         while plan and plan[-1] == "kill_sandbox_child" and left and left[0] in KILLS:
             plan.append(left.pop(0))
-        row = attempt(run, args, resume, plan, rng)
+        row = {**truncated, **attempt(run, args, resume, plan, rng)}
+        if truncated:
+            new = fallbacks(run)[before:]
+            row["fell_back"] = bool(new) and all(
+                Path(truncated["file"]).name in e["passed_over"][0] for e in new)
+            if row["fell_back"] and fell_back_at is None:
+                fell_back_at = done_before  # the first iteration the older learner may touch
         table.append(row)
         resume = resume or (run / "archive.sqlite").exists()
         done = [m["iteration"] for m in metrics(run)]
@@ -354,9 +374,10 @@ def main() -> None:
     integrity = con.execute("PRAGMA integrity_check").fetchone()[0]
     con.close()
     eps, ref_eps = episodes(run), episodes(ref)
-    same = [m["iteration"] for m, r in zip(run_m, ref_m) if comparable(m) == comparable(r)]
+    cut = len(run_m) if fell_back_at is None else fell_back_at
+    same = [m["iteration"] for m, r in zip(run_m[:cut], ref_m) if comparable(m) == comparable(r)]
     differ = {m["iteration"]: changed(comparable(m), comparable(r))
-              for m, r in zip(run_m, ref_m) if comparable(m) != comparable(r)}
+              for m, r in zip(run_m[:cut], ref_m) if comparable(m) != comparable(r)}
     result = {
         "iterations": args.iterations, "seed": args.seed, "faults": faults,
         "undisturbed_wall_s": ref_wall, "wall_s": round(time.monotonic() - start, 1),
@@ -364,8 +385,7 @@ def main() -> None:
         "injected": dict(Counter(
             [e["fault"] for r in table for e in r.get("fired", [])]
             + [f for r in table for f in r.get("faults", []) if f == "disk_full"]
-            + [r["fault"] for r in table if r.get("fault") == "truncated_checkpoint"
-               and "file" in r])),
+            + [r["fault"] for r in table if r.get("fault") == "truncated_checkpoint"])),
         "outcomes": outcomes(table),
         "not_injected": dropped,
         "tracebacks": sum(r.get("tracebacks", 0) for r in table),
@@ -377,6 +397,8 @@ def main() -> None:
             "checkpoints": checkpoints_loadable(run),
             "iterations_equal_to_undisturbed": same,
             "iterations_differing": differ,
+            "iterations_after_fallback": [m["iteration"] for m in run_m[cut:]],
+            "damaged_kept": sorted(p.name for p in (run / "checkpoints").glob("*.damaged*")),
         },
     }
     print(json.dumps(result, indent=1))

@@ -20,8 +20,9 @@ A run keeps its checkpoints under ``RUN_DIR/checkpoints/`` (:func:`save_rotating
     latest.json       {"iteration": N, "dir": "iter_XXXX"}: what a resumed run restores
 
 Each is written to a temporary folder and renamed, then ``latest.json`` is replaced atomically,
-so a kill at any moment leaves the previous latest intact; the previous latest is deleted unless
-it was one to keep.
+so a kill at any moment leaves the previous latest intact. The latest two are kept, and every one
+marked to keep; older ones are deleted. :func:`restore_latest` loads the latest, or, when its
+files are damaged (cut short, unreadable), the newest earlier one that loads.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -189,14 +191,70 @@ def save_rotating(learner: Any, root: Path, iteration: int, *, keep: bool,
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     old = latest_checkpoint(root)
+    _point_to(root, iteration, final)
+    for _, folder in checkpoint_folders(root):  # the latest two stay: one to fall back on
+        meta = folder / "run.json"
+        if folder not in (final, old and old[1]) and meta.exists() and \
+                not json.loads(meta.read_text()).get("keep"):
+            shutil.rmtree(folder, ignore_errors=True)
+    return final
+
+
+def _point_to(root: Path, iteration: int, folder: Path) -> None:
     with room_to_write(root / LATEST, "the pointer to the latest checkpoint"):
         _atomic(root / LATEST, lambda p: p.write_text(json.dumps({"iteration": iteration,
-                                                                   "dir": final.name})))
-    if old is not None and old[1] != final:
-        meta = old[1] / "run.json"
-        if meta.exists() and not json.loads(meta.read_text()).get("keep"):
-            shutil.rmtree(old[1], ignore_errors=True)
-    return final
+                                                                   "dir": folder.name})))
+
+
+def checkpoint_folders(root: Path) -> list[tuple[int, Path]]:
+    """(iteration, folder) of every ``iter_XXXX`` folder under ``root``, newest first."""
+    found = [(int(m.group(1)), p) for p in root.glob("iter_*")
+             if (m := re.fullmatch(r"iter_(\d+)", p.name)) and p.is_dir()]
+    return sorted(found, reverse=True)
+
+
+def restore_latest(learner: Any, root: Path) -> tuple[int, Path, list[str]] | None:
+    """Load the latest rotating checkpoint under ``root`` into ``learner``; when it is damaged
+    (a file cut short or unreadable, its marker missing, or ``latest.json`` corrupt), the newest
+    earlier folder that loads. Returns (iteration, folder, why each newer one was passed over),
+    None when there is no checkpoint. A folder passed over is renamed ``iter_XXXX.damaged`` (kept
+    for inspection) and ``latest.json`` names the one loaded, so the run goes on from it. Raises
+    the latest's ``ArchiveError`` when none loads, and a ``ConfigError`` (another adapter shape)
+    at once: that is the command's fault, not the files'."""
+    passed: list[str] = []
+    try:
+        latest = latest_checkpoint(root)
+    except ArchiveError as e:
+        latest = None
+        passed.append(str(e))
+    if latest is None and not passed:
+        return None
+    below = latest[0] if latest else float("inf")
+    candidates = ([latest] if latest else []) + [c for c in checkpoint_folders(root) if c[0] < below]
+    bad: list[Path] = []
+    for iteration, folder in candidates:
+        try:
+            learner.load(folder)
+        except ArchiveError as e:
+            passed.append(str(e))
+            bad.append(folder)
+            continue
+        if passed:
+            for folder_ in bad:
+                if folder_.exists():
+                    folder_.rename(_free_name(folder_.with_name(folder_.name + ".damaged")))
+            _point_to(root, iteration, folder)
+        return iteration, folder, passed
+    more = f" ({len(passed) - 1} earlier checkpoint(s) fail to load too)" if len(passed) > 1 else ""
+    raise ArchiveError((passed[0] if passed else f"{root} holds no checkpoint folder") + more)
+
+
+def _free_name(path: Path) -> Path:
+    n, out = 1, path
+    while out.exists():
+        n += 1
+        out = path.with_name(f"{path.name}-{n}")
+    return out
 
 
 def latest_checkpoint(root: Path) -> tuple[int, Path] | None:

@@ -303,6 +303,57 @@ def test_checkpoint_refuses_mismatched_or_incomplete(tmp_path):
         learner.load(tmp_path / "c")
 
 
+def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path):
+    """A run keeps its latest two checkpoints; when the latest cannot be read the one before is
+    loaded, the damaged folder kept aside and ``latest.json`` pointed at what was loaded."""
+    import json
+
+    import torch
+
+    from spadework.train.checkpoint import checkpoint_folders, restore_latest, save_rotating
+
+    learner, root = Learner(make_tiny_policy(), TrainConfig()), tmp_path / "checkpoints"
+    trainable = [p for p in learner.model.parameters() if p.requires_grad]
+    saved = {}
+    for it in range(3):
+        with torch.no_grad():
+            trainable[0].add_(1.0)
+        learner.steps = it + 1
+        saved[it] = trainable[0].detach().clone()
+        save_rotating(learner, root, it, keep=it == 0)
+    assert [i for i, _ in checkpoint_folders(root)] == [2, 1, 0]  # 0 kept, 1 the one before
+    save_rotating(learner, root, 3, keep=False)
+    assert [i for i, _ in checkpoint_folders(root)] == [3, 2, 0]  # 1 neither kept nor recent
+
+    cut = root / "iter_0003" / "optimizer.pt"
+    cut.write_bytes(cut.read_bytes()[:100])
+    fresh = Learner(make_tiny_policy(), TrainConfig())
+    it, folder, passed = restore_latest(fresh, root)
+    assert (it, folder.name) == (2, "iter_0002") and fresh.steps == 3
+    assert torch.equal(next(p for p in fresh.model.parameters() if p.requires_grad), saved[2])
+    assert len(passed) == 1 and "iter_0003 is damaged: optimizer.pt cannot be read" in passed[0]
+    assert (root / "iter_0003.damaged" / "optimizer.pt").is_file()
+    assert json.loads((root / "latest.json").read_text()) == {"iteration": 2, "dir": "iter_0002"}
+    assert restore_latest(fresh, root)[1:] == (folder, [])  # the next resume: nothing to pass over
+
+    # every folder damaged: refused with the latest's reason, nothing moved
+    for name in ("iter_0002", "iter_0000"):
+        (root / name / "trainable.safetensors").write_bytes(b"\0" * 10)
+    with pytest.raises(ArchiveError, match=r"iter_0002 is damaged: trainable.safetensors .*"
+                       r"\(1 earlier checkpoint\(s\) fail to load too\)"):
+        restore_latest(fresh, root)
+    assert (root / "iter_0002").is_dir() and (root / "iter_0000").is_dir()
+
+    # a corrupt pointer: the newest folder that loads
+    learner.save(root / "iter_0000")
+    (root / "latest.json").write_text("{not json")
+    assert restore_latest(fresh, root)[:2] == (0, root / "iter_0000")
+    # another adapter shape is the command's fault: refused at once, no fallback
+    with pytest.raises(ConfigError, match="lora_r"):
+        restore_latest(Learner(make_tiny_policy(), TrainConfig(lora_r=4)), root)
+    assert restore_latest(Learner(make_tiny_policy(), TrainConfig()), tmp_path / "none") is None
+
+
 def test_config_errors_say_what_to_set():
     with pytest.raises(ConfigError, match="aggregation"):
         TrainConfig(aggregation="mean")
