@@ -21,7 +21,9 @@ Faults, drawn in turn from ``--faults`` at a moment drawn from the undisturbed r
   half; the resume must pass it over, naming it, and go on from the checkpoint before (recorded
   in the archive's ``checkpoint_fallbacks``; the damaged folder kept as ``iter_XXXX.damaged``).
   The learner is then one update behind the undisturbed run's, so the iterations from there on
-  are not compared (``iterations_after_fallback``).
+  are not compared (``iterations_after_fallback``). Where no earlier checkpoint exists (a full
+  disk stopped the one after it) the resume must refuse with one ``error:`` line naming the
+  file; the driver then puts it back from the copy it took, as a user restores a backup.
   While there is no checkpoint yet it waits: the next other fault goes first, or, when none is
   left, a start is stopped as soon as the first checkpoint is written (not counted as a fault).
 
@@ -209,9 +211,10 @@ def has_checkpoint(run_dir: Path) -> bool:
     return (run_dir / "checkpoints" / "latest.json").exists()
 
 
-def truncate_latest(run_dir: Path) -> dict:
+def truncate_latest(run_dir: Path, backup: Path) -> dict:
     pointer = run_dir / "checkpoints" / "latest.json"
     target = run_dir / "checkpoints" / json.loads(pointer.read_text())["dir"] / "optimizer.pt"
+    shutil.copy2(target, backup)
     data = target.read_bytes()
     target.write_bytes(data[: len(data) // 2])
     return {"fault": "truncated_checkpoint", "file": str(target.relative_to(run_dir)),
@@ -231,8 +234,8 @@ def outcomes(table: list[dict]) -> dict[str, dict[str, int]]:
         kinds += [f for f in r.get("faults", []) if f == "disk_full"]
         if r.get("fault") == "truncated_checkpoint":
             out.setdefault("truncated_checkpoint", Counter())[
-                "traceback" if r.get("tracebacks") else
-                "fell_back" if r.get("fell_back") else "not_passed_over"] += 1
+                "traceback" if r.get("tracebacks") else "fell_back" if r.get("fell_back") else
+                "refused_clearly" if r.get("refused_clearly") else "neither"] += 1
         for kind in kinds:
             how = ("traceback" if r.get("tracebacks") else "killed" if r["rc"] == -signal.SIGKILL
                    else "clear_error" if r["rc"] != 0 and r.get("error") else
@@ -332,6 +335,7 @@ def main() -> None:
     # a limit above every file an attempt writes would let it finish with the faults left unfired
     args.limit_below = min(1 << 20, largest_checkpoint_file(ref) or 1 << 20)
     table: list[dict] = []
+    backup = base / "optimizer.pt.backup"
     resume, left, dropped, fell_back_at = False, list(faults), [], None
     for _ in range(4 * len(faults) + 10):
         if left and left[0] == "truncated_checkpoint" and not has_checkpoint(run):
@@ -347,7 +351,7 @@ def main() -> None:
         truncated = {}
         if left and left[0] == "truncated_checkpoint":  # then the next start, with its faults
             left.pop(0)
-            truncated, before, done_before = truncate_latest(run), len(fallbacks(run)), \
+            truncated, before, done_before = truncate_latest(run, backup), len(fallbacks(run)), \
                 len(metrics(run))
         plan = [left.pop(0)] if left and left[0] != "truncated_checkpoint" else []
         while plan and plan[-1] == "kill_sandbox_child" and left and left[0] in KILLS:
@@ -359,6 +363,10 @@ def main() -> None:
                 Path(truncated["file"]).name in e["passed_over"][0] for e in new)
             if row["fell_back"] and fell_back_at is None:
                 fell_back_at = done_before  # the first iteration the older learner may touch
+            row["refused_clearly"] = not new and row["rc"] != 0 and \
+                Path(truncated["file"]).name in (row["error"] or "")
+            if not new and (run / truncated["file"]).exists():  # nothing earlier loaded: the
+                shutil.copy2(backup, run / truncated["file"])  # user restores from a backup
         table.append(row)
         resume = resume or (run / "archive.sqlite").exists()
         done = [m["iteration"] for m in metrics(run)]

@@ -30,8 +30,9 @@ def test_a_short_soak_loses_nothing(tmp_path):
     assert set(checks["checkpoints"].values()) == {"ok"}
     assert out["tracebacks"] == 0 and "traceback" not in json.dumps(out["outcomes"])
     table = json.dumps(out["attempts"])[-3000:]
-    assert out["outcomes"].get("truncated_checkpoint") == {"fell_back": 1}, table
-    assert len(checks["damaged_kept"]) == 1
+    truncated = out["outcomes"].get("truncated_checkpoint")  # the one before used, or none
+    assert truncated in ({"fell_back": 1}, {"refused_clearly": 1}), table  # and refused clearly
+    assert len(checks["damaged_kept"]) == truncated.get("fell_back", 0)
     # an iteration differs from the undisturbed run only where a killed sandbox child failed a
     # check or an episode
     for changes in checks["iterations_differing"].values():
