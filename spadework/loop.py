@@ -443,7 +443,7 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
     from spadework.library import checked_starters
     from spadework.loggers import open_loggers
     from spadework.sandbox import Limits, Sandbox
-    from spadework.train.checkpoint import restore_latest
+    from spadework.train.checkpoint import restore_trainers
 
     trains = cfg.roles_trained_on_policy(shared=designer is None)
     if trains and learner is None:
@@ -475,26 +475,8 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
                              designer_policy=designer,
                              designer_learner=designer_learner if cfg.train else None,
                              designer_sync=designer_sync if cfg.train else None, player=player)
-            for t in ctx.trainers() if resume else ():
-                restored = restore_latest(t.learner, t.root)
-                if restored is None:
-                    continue
-                iteration, folder, passed = restored
-                ctx.trained_through[t.name] = iteration
-                if t.sync is not None:
-                    t.sync.push(t.learner)
-                who = "learner" if t.name == "policy" else f"{t.name} model's learner"
-                if passed:  # the latest was damaged: the updates after `folder` are lost
-                    progress.stage("setup", f"{passed[0].split('. Restore ')[0]}; {who} restored "
-                                   f"from {folder.name} instead (the damaged folder is kept as "
-                                   f"*.damaged): the updates after iteration {iteration} are lost, "
-                                   "their episodes stay in the archive")
-                    events = (archive.load_state("checkpoint_fallbacks") or {}).get("events", [])
-                    archive.save_state("checkpoint_fallbacks", {"events": [
-                        *events, {"trainer": t.name, "restored": folder.name,
-                                  "passed_over": passed}]})
-                else:
-                    progress.stage("setup", f"{who} restored from {folder.name}")
+            if resume:
+                ctx.trained_through.update(restore_trainers(ctx.trainers(), archive, progress))
             loggers = open_loggers(cfg.log, run_dir, dataclasses.asdict(cfg))
             try:
                 out = []

@@ -174,3 +174,21 @@ def episode_from_rows(head: sqlite3.Row, turns: Sequence[sqlite3.Row]) -> Episod
 def placeholders(columns: tuple[str, ...]) -> str:
     """``"(a, b) VALUES (?, ?)"`` for an INSERT."""
     return f"({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+def env_filter(columns: str, status: str | None, skill: str | None, setting: str | None,
+               limit: int | None) -> tuple[str, list[object]]:
+    """The SELECT of ``columns`` from envs matching the filters that are set, ordered by
+    iteration, creation time and id, at most ``limit`` rows; with its parameters."""
+    where: list[str] = []
+    params: list[object] = []
+    for col, val in (("status", status), ("skill", skill), ("setting", setting)):
+        if val is not None:
+            where.append(f"{col} = ?")
+            params.append(val)
+    sql = f"SELECT {columns} FROM envs" + (f" WHERE {' AND '.join(where)}" if where else "")
+    sql += " ORDER BY iteration, created_at, env_id"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(int(limit))
+    return sql, params

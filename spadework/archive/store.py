@@ -239,13 +239,13 @@ class Archive:
     def list_envs(self, *, status: str | None = None, skill: str | None = None,
                   setting: str | None = None, limit: int | None = None) -> list[EnvRecord]:
         """Environments matching every given filter, oldest iteration first."""
-        sql, params = _env_filter("*", status, skill, setting, limit)
+        sql, params = R.env_filter("*", status, skill, setting, limit)
         return [R.env_from_row(r) for r in self.query(sql, params)]
 
     def env_ids(self, *, status: str | None = None, skill: str | None = None,
                 setting: str | None = None, limit: int | None = None) -> list[str]:
         """The ids :meth:`list_envs` would return, in its order (to read rows one by one)."""
-        sql, params = _env_filter("env_id", status, skill, setting, limit)
+        sql, params = R.env_filter("env_id", status, skill, setting, limit)
         return [r[0] for r in self.query(sql, params)]
 
     def env_codes(self, status: str = "accepted") -> list[str]:
@@ -485,20 +485,3 @@ class Archive:
         return bool(rows) and all(
             (r := report_from_json(row["report"])) is not None and r.max_turns == max_turns
             for row in rows)
-
-
-def _env_filter(columns: str, status: str | None, skill: str | None, setting: str | None,
-                limit: int | None) -> tuple[str, list[Any]]:
-    where, params = [], []
-    for col, val in (("status", status), ("skill", skill), ("setting", setting)):
-        if val is not None:
-            where.append(f"{col} = ?")
-            params.append(val)
-    sql = f"SELECT {columns} FROM envs" + (f" WHERE {' AND '.join(where)}" if where else "")
-    sql += " ORDER BY iteration, created_at, env_id"
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(int(limit))
-    return sql, params
-
-

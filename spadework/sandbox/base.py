@@ -8,7 +8,6 @@ SCM_RIGHTS over a SOCK_SEQPACKET socketpair; the zygote forks, the child moves t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import marshal
 import os
@@ -35,50 +34,14 @@ from spadework.errors import (
     SandboxUnavailable,
 )
 from spadework.sandbox.handle import EnvHandle
+from spadework.sandbox.kits import TOOLENV, gameenv_files, site_dirs, toolenv_files
 from spadework.sandbox.limits import Isolation, Limits
 
 _HERE = Path(__file__).resolve().parent
-_TOOLENV = _HERE.parent / "env" / "toolenv"
-_GAMEENV = _HERE.parent / "env" / "gameenv"
 _PROBE = "class Probe:\n    def __init__(self, max_turns=10): pass\n" \
          "    def reset(self, seed=None): return '', {}\n    def step(self, a): return '', 0.0, True, False, {}\n"
 _ZYGOTE_START_SECONDS = 30.0
 _CODE_CACHE = 256
-
-
-def _site_dirs(names: tuple[str, ...]) -> list[str]:
-    """Directories holding these top-level packages (so the zygote can import just them)."""
-    dirs: list[str] = []
-    for name in names:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            continue
-        origin = Path(spec.origin)
-        top = origin.parent.parent if origin.name == "__init__.py" else origin.parent
-        if str(top) not in dirs:
-            dirs.append(str(top))
-    return dirs
-
-
-def _kit_files(name: str, folder: Path, modules: tuple[str, ...]) -> list[list[str]] | None:
-    """(module name, source file) of one of spadework's sandbox kits (the ``toolenv`` or
-    ``gameenv`` package), in the order the zygote loads them (its submodules, then the package
-    itself); None when the folder is not that package."""
-    files = [[f"{name}.{m}", str(folder / f"{m}.py")] for m in modules]
-    files.append([name, str(folder / "__init__.py")])
-    return files if all(Path(f).is_file() for _, f in files) else None
-
-
-def _toolenv_files(folder: Path) -> list[list[str]] | None:
-    from spadework.env.toolenv import MODULES
-
-    return _kit_files("toolenv", folder, MODULES)
-
-
-def _gameenv_files() -> list[list[str]] | None:
-    from spadework.env.gameenv import MODULES
-
-    return _kit_files("gameenv", _GAMEENV, MODULES)
 
 
 class Sandbox:
@@ -103,8 +66,8 @@ class Sandbox:
         self._wake = threading.Condition(threading.Lock())
         self._filler: threading.Thread | None = None
         self._stopping = False
-        self._kits = {"toolenv": _toolenv_files(Path(toolenv_path) if toolenv_path is not None else _TOOLENV),
-                      "gameenv": _gameenv_files()}
+        self._kits = {"toolenv": toolenv_files(Path(toolenv_path) if toolenv_path is not None else TOOLENV),
+                      "gameenv": gameenv_files()}
         self._zlock = threading.Lock()
         self._hlock = threading.Lock()
         self._handles: set[EnvHandle] = set()
@@ -220,7 +183,7 @@ class Sandbox:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cfg = {
             "here": str(_HERE),
-            "site_dirs": _site_dirs(("msgpack", "pyseccomp", "numpy")
+            "site_dirs": site_dirs(("msgpack", "pyseccomp", "numpy")
                                     + (("math_verify",) if self.limits.math_verify else ())),
             "numpy": self.limits.numpy,
             "math_verify": self.limits.math_verify,

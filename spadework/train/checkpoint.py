@@ -249,6 +249,35 @@ def restore_latest(learner: Any, root: Path) -> tuple[int, Path, list[str]] | No
     raise ArchiveError((passed[0] if passed else f"{root} holds no checkpoint folder") + more)
 
 
+def restore_trainers(trainers: Any, archive: Any, progress: Any) -> dict[str, int]:
+    """Restore each of a resumed run's trainers (``RoleTrainer``: name, learner, sync, root)
+    from its latest checkpoint (:func:`restore_latest`) and push the weights to its sampler;
+    says so on ``progress``, and when a damaged latest was passed over, which updates are lost
+    (recorded in the archive's ``checkpoint_fallbacks``). Returns, per trainer name, the
+    iteration its restored checkpoint includes."""
+    through: dict[str, int] = {}
+    for t in trainers:
+        restored = restore_latest(t.learner, t.root)
+        if restored is None:
+            continue
+        iteration, folder, passed = restored
+        through[t.name] = iteration
+        if t.sync is not None:
+            t.sync.push(t.learner)
+        who = "learner" if t.name == "policy" else f"{t.name} model's learner"
+        if not passed:
+            progress.stage("setup", f"{who} restored from {folder.name}")
+            continue
+        progress.stage("setup", f"{passed[0].split('. Restore ')[0]}; {who} restored from "
+                       f"{folder.name} instead (the damaged folder is kept as *.damaged): the "
+                       f"updates after iteration {iteration} are lost, their episodes stay in "
+                       "the archive")
+        events = (archive.load_state("checkpoint_fallbacks") or {}).get("events", [])
+        archive.save_state("checkpoint_fallbacks", {"events": [
+            *events, {"trainer": t.name, "restored": folder.name, "passed_over": passed}]})
+    return through
+
+
 def _free_name(path: Path) -> Path:
     n, out = 1, path
     while out.exists():
