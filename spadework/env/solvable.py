@@ -105,7 +105,9 @@ def solution_losses(open_env: Opener, seeds: Sequence[int], cfg: CheckConfig,
     running, or breaks the contract on the way (solution() raises or returns no actions, a step
     is malformed, a call times out, the child dies). One instance serves every seed; after a
     timeout or a crash the rest go on in a fresh one; when no instance can be built, every seed
-    left is lost with that reason. Nothing the environment does raises here; only
+    left is lost with that reason. Once per call, a seed whose instance died and an instance that
+    could not be built get a second try (a sandbox child killed from outside, as the soak does,
+    would otherwise drop a healthy design's instances; a fault of the design recurs). Nothing the environment does raises here; only
     CheckBudgetExceeded, when ``budget`` runs out.
 
     Cost: one instance build (a fork and ``__init__``, ~5-30 ms) plus, per seed, one reset(),
@@ -117,6 +119,7 @@ def solution_losses(open_env: Opener, seeds: Sequence[int], cfg: CheckConfig,
     """
     losses: list[SolutionLoss] = []
     pending = list(seeds)
+    second_try = True  # once per call: a child killed from outside is not the design's fault
     while pending:
         try:
             with open_env() as env:
@@ -130,13 +133,22 @@ def solution_losses(open_env: Opener, seeds: Sequence[int], cfg: CheckConfig,
                         why = f"seed {seed}: {e.reason}"
                     if budget is not None:
                         budget.advance()
-                    if why is not None:
-                        losses.append(SolutionLoss(seed, why))
-                        if not getattr(env, "alive", True):
-                            break  # a timeout or crash killed this instance: a fresh one for the rest
+                    if why is None:
+                        continue
+                    if not getattr(env, "alive", True):  # a timeout or crash killed the instance
+                        if second_try:  # the seed again in a fresh one (a real fault recurs)
+                            second_try = False
+                            pending.insert(0, seed)
+                        else:
+                            losses.append(SolutionLoss(seed, why))
+                        break  # a fresh instance for the rest
+                    losses.append(SolutionLoss(seed, why))
         except CheckBudgetExceeded:
             raise
         except (EnvError, ContractError) as e:
+            if second_try:
+                second_try = False
+                continue
             losses += [SolutionLoss(s, f"seed {s}: no instance could be built: {e.reason}") for s in pending]
             pending = []
     return losses
