@@ -97,23 +97,27 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def progress(run_dir: Path) -> int:
-    """The run's last committed stage as a point (iteration x stages + stage), -1 before any;
-    read without disturbing the writer."""
+def state(run_dir: Path, key: str) -> dict | None:
+    """One value of the run's archive ``state`` table, read without disturbing the writer."""
     db = run_dir / "archive.sqlite"
     if not db.exists():
-        return -1
+        return None
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
         try:
-            row = con.execute("SELECT value FROM state WHERE key = 'progress'").fetchone()
+            row = con.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
         finally:
             con.close()
     except sqlite3.Error:
+        return None
+    return json.loads(row[0]) if row else None
+
+
+def progress(run_dir: Path) -> int:
+    """The run's last committed stage as a point (iteration x stages + stage), -1 before any."""
+    p = state(run_dir, "progress")
+    if p is None:
         return -1
-    if row is None:
-        return -1
-    p = json.loads(row[0])
     return p["iteration"] * len(STAGES) + STAGES.index(p["stage"])
 
 
@@ -266,15 +270,7 @@ def changed(a, b, path: str = "") -> list[str]:
 
 def fallbacks(run_dir: Path) -> list[dict]:
     """The archive's record of resumes that passed over a damaged checkpoint."""
-    db = run_dir / "archive.sqlite"
-    if not db.exists():
-        return []
-    con = sqlite3.connect(db)
-    try:
-        row = con.execute("SELECT value FROM state WHERE key = 'checkpoint_fallbacks'").fetchone()
-    finally:
-        con.close()
-    return json.loads(row[0])["events"] if row else []
+    return (state(run_dir, "checkpoint_fallbacks") or {}).get("events", [])
 
 
 def metrics(run_dir: Path) -> list[dict]:

@@ -107,8 +107,8 @@ def solution_losses(open_env: Opener, seeds: Sequence[int], cfg: CheckConfig,
     timeout or a crash the rest go on in a fresh one; when no instance can be built, every seed
     left is lost with that reason. Once per call, a seed whose instance died and an instance that
     could not be built get a second try (a sandbox child killed from outside, as the soak does,
-    would otherwise drop a healthy design's instances; a fault of the design recurs). Nothing the environment does raises here; only
-    CheckBudgetExceeded, when ``budget`` runs out.
+    would otherwise drop a healthy design's instances; a fault of the design recurs). Nothing
+    the environment does raises here; only CheckBudgetExceeded, when ``budget`` runs out.
 
     Cost: one instance build (a fork and ``__init__``, ~5-30 ms) plus, per seed, one reset(),
     one solution() and one step() per action (at most ``cfg.max_turns``), each a sandbox round
