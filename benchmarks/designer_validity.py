@@ -26,7 +26,7 @@ Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/designer_validity.py
        --model qwen2.5-coder-0.5b-instruct [--docs tune|heldout] [--n 40] [--backend llamacpp]
        [--max-tokens 1024] [--repair-turns 0] [--mutation-ratio 0] [--parents DIR]
        [--temperature 0.6] [--max-turns 4] [--seed 0]
-       [--weights bf16|f16|q8_0|gguf] [--plan] [--no-example]
+       [--weights bf16|f16|q8_0|gguf] [--plan] [--examples K | --no-example]
        [--batch 8] [--archive-dir DIR (keep the archive, to read the replies)]
        [--start-slot K (continue a killed run in --archive-dir)]
 """
@@ -170,14 +170,14 @@ def tally(results: Sequence[Any], reasons_per_stage: int = 3) -> dict:
     }
 
 
-def example_similarity(results: Sequence[Any], setting: str) -> list[float]:
+def example_similarity(results: Sequence[Any], setting: str, k: int = 1) -> list[float]:
     """For each accepted environment, its similarity (the novelty stage's Jaccard index) to the
-    example module the prompt showed: how far an accepted design moved from the example (the
-    novelty stage rejects 0.9 and above)."""
+    example modules a prompt may show (the closest one): how far an accepted design moved from
+    the examples (the novelty stage rejects 0.8 and above)."""
     from spadework.designer.examples import prompt_examples
     from spadework.env.novelty import NoveltyIndex
 
-    index = NoveltyIndex(prompt_examples(setting))
+    index = NoveltyIndex(prompt_examples(setting, k))
     if not len(index):
         return []
     return [round(index.most_similar(r.env.code).similarity, 3) for r in results if r.env is not None]
@@ -280,7 +280,7 @@ def measure(policy: Any, documents: Sequence[Any], *, cfg: Any, max_turns: int, 
                           "seconds": time.monotonic() - start})
         seconds = time.monotonic() - start
     counts = tally(results)
-    counts["accepted_similarity_to_example"] = example_similarity(results, cfg.setting)
+    counts["accepted_similarity_to_example"] = example_similarity(results, cfg.setting, cfg.examples)
     attempts = max(counts["attempts"] - earlier, 1)  # the ones this process made and timed
     new_tokens = counts["output_tokens"] - earlier_tokens
     counts.update({
@@ -356,8 +356,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--plan", action="store_true",
                     help="ask each fresh design for its game in three lines first "
                          "(DesignConfig.plan)")
+    ap.add_argument("--examples", type=int, default=None,
+                    help="example modules a fresh design is shown (DesignConfig.examples; default 1)")
     ap.add_argument("--no-example", action="store_true",
-                    help="show fresh designs no example module (DesignConfig.example = False)")
+                    help="show fresh designs no example module (DesignConfig.examples = 0)")
     ap.add_argument("--docs", default="tune", choices=DOC_SETS)
     ap.add_argument("--n", type=int, default=40, help="design slots (one fresh attempt each)")
     ap.add_argument("--batch", type=int, default=8, help="slots per design call")
@@ -394,7 +396,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     overrides = {"max_tokens": args.max_tokens, "repair_turns": args.repair_turns,
                  "temperature": args.temperature, "corpus_words": args.corpus_words,
                  "mutation_ratio": args.mutation_ratio,
-                 "plan": args.plan or None, "example": False if args.no_example else None}
+                 "plan": args.plan or None,
+                 "examples": 0 if args.no_example else args.examples}
     cfg = DesignConfig(setting=args.setting, attempts_per_slot=1,
                        **{k: v for k, v in overrides.items() if v is not None})
     max_turns = args.max_turns or preset("cpu").play.max_turns

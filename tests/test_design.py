@@ -380,7 +380,7 @@ def test_tool_use_designs_are_not_planned(sb, archive):
 
 
 def test_a_design_can_be_shown_no_example_module(sb, archive):
-    """``DesignConfig.example = False``: a fresh games prompt without the example module (the
+    """``DesignConfig.examples = 0``: a fresh games prompt without the example module (the
     guide and the contract only), planned or not."""
     from spadework.designer.examples import GAMES_EXAMPLE
     from spadework.designer.plan import AFTER_PLAN
@@ -393,7 +393,7 @@ def test_a_design_can_be_shown_no_example_module(sb, archive):
     assert body in shown.calls[-1][0].messages[-1]["content"]
     for plan in (False, True):
         policy = ScriptedPolicy([["no code"]] * 2)
-        run(policy, sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1, example=False, plan=plan),
+        run(policy, sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1, examples=0, plan=plan),
             iteration=int(plan))
         text = policy.calls[-1][0].messages[-1]["content"]
         assert EXAMPLE_INTRO not in text and "CompoundInterestEnv" not in text

@@ -70,3 +70,31 @@ def test_repair_turns_carry_advice_for_every_stage():
     cut = repair_messages(msgs, "class A:", "reply", "the reply was cut at max_tokens=512 ...",
                           cut=True, max_tokens=512)[-1]["content"]
     assert "cut off" in cut and "at most 32 lines" in cut and "DesignConfig" not in cut
+
+
+def test_several_examples_are_drawn_per_slot_and_every_one_is_no_design(sb, archive):
+    """``DesignConfig.examples = 3``: each fresh prompt shows three distinct example modules drawn
+    from the pool by its slot's seed (the same on a rerun), each passes the checker as shown, and
+    a copy of any pool module, renamed, is rejected at the novelty stage."""
+    from spadework.designer.examples import games_examples
+    from spadework.designer.prompts import EXAMPLES_INTRO
+
+    pool = games_examples()
+    for code in pool[1:]:
+        report = check(code, sandbox=sb, config=CheckConfig(max_turns=4), module=True)
+        assert report.ok, report.reason
+        assert len(code.splitlines()) <= max_lines(1024)
+    copy = pool[-1].replace("class ", "class Copied", 1)
+    cfg = DesignConfig(attempts_per_slot=1, examples=3)
+    runs = []
+    for _ in range(2):
+        policy = ScriptedPolicy([[fenced(copy), fenced(GOOD_CODE)]])
+        runs.append(design_environments(policy, sb, archive, corpus(), n=2, iteration=0, run_seed=1,
+                                        skills=GAMES, cfg=cfg, check_config=CheckConfig(max_turns=4)))
+    first = runs[0]
+    assert first[0].attempts[0].outcome == "novelty"
+    prompts = [r.attempts[0].messages[1]["content"] for r in first]
+    for text in prompts:
+        assert text.startswith(EXAMPLES_INTRO.format(n=3))
+        assert sum(code.strip() in text for code in pool) == 3
+    assert prompts == [r.attempts[0].messages[1]["content"] for r in runs[1]]

@@ -121,10 +121,10 @@ def test_a_killed_run_continues_from_its_archive(dv, tmp_path):
 
 
 def test_short_parents_are_archived_checked_and_mutated(dv, tmp_path):
-    """--parents: the short games in benchmarks/short_games pass the checker, are archived beside
+    """--parents: the short games in spadework/designer/example_games pass the checker, are archived beside
     the starters, and with every slot mutating, each prompt edits one of them (the starters are
     longer than a design's example_chars, so without them no slot has a parent)."""
-    parents = dv.extra_sources(ROOT / "benchmarks" / "short_games")
+    parents = dv.extra_sources(ROOT / "spadework" / "designer" / "example_games")
     assert len({p.skill for p in parents}) == 6 and all(len(p.code) < 2304 for p in parents)
     docs = corpus().documents[:2]
     policy = ScriptedPolicy([["junk", "junk"]])

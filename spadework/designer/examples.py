@@ -22,6 +22,11 @@ against the checker under several turn limits (tests/test_design_prompts.py).
 
 from __future__ import annotations
 
+import ast
+import functools
+import random
+from pathlib import Path
+
 GAMES_EXAMPLE = '''\
 import random
 from gameenv import GameEnv
@@ -63,14 +68,80 @@ class CompoundInterestEnv(GameEnv):
 '''
 
 
-def prompt_examples(setting: str) -> tuple[str, ...]:
-    """The code of the example modules a prompt of ``setting`` may show, for the novelty index.
+#: The folder of the short example games (one per games skill, 1.3-1.9 KB, each passing the
+#: checker), shown beside :data:`GAMES_EXAMPLE` when ``DesignConfig.examples`` > 1 and
+#: archived as mutation parents by ``benchmarks/designer_validity.py --parents``.
+EXAMPLE_GAMES = Path(__file__).resolve().parent / "example_games"
 
-    Games: the fallback example. Tool use: none yet, although the ToolEnv guide shows
-    ``PantryEnv``: tests/test_loop.py's tool-use run designs exactly that module and expects it
-    accepted, so indexing it waits for that test to design another module.
+#: Module-level names of an example game file that say how a benchmark loads it, not part of
+#: the module a designer is shown.
+_METADATA = frozenset({"ENV_CLASS", "SETTING", "SKILL"})
 
-    >>> [len(prompt_examples(s)) for s in ("games", "tool-use")]
-    [1, 0]
+
+def shown_module(source: str) -> str:
+    """``source`` as a design prompt shows it: without its docstring and the loader's metadata
+    (``ENV_CLASS``, ``SETTING``, ``SKILL``), its imports, then the rest two blank lines apart.
+
+    >>> print(shown_module("'Doc.'\\n\\nimport random\\n\\nSKILL = 'x'\\n\\n\\nclass A:\\n    pass\\n"))
+    import random
+    <BLANKLINE>
+    <BLANKLINE>
+    class A:
+        pass
+    <BLANKLINE>
     """
-    return (GAMES_EXAMPLE,) if setting == "games" else ()
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    imports, rest = [], []
+    for i, node in enumerate(tree.body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring
+        if isinstance(node, ast.Assign) and {getattr(t, "id", None) for t in node.targets} <= _METADATA:
+            continue
+        code = "\n".join(lines[node.lineno - 1:node.end_lineno])
+        (imports if isinstance(node, (ast.Import, ast.ImportFrom)) else rest).append(code)
+    return "\n".join(imports) + "\n\n\n" + "\n\n\n".join(rest) + "\n"
+
+
+@functools.cache
+def games_examples() -> tuple[str, ...]:
+    """Every games example module a prompt may show: :data:`GAMES_EXAMPLE` first, then the short
+    games of :data:`EXAMPLE_GAMES` by file name, as the prompt shows them.
+
+    >>> ex = games_examples()
+    >>> ex[0] == GAMES_EXAMPLE, len(ex), all("class " in e and "SKILL =" not in e for e in ex)
+    (True, 7, True)
+    """
+    files = sorted(EXAMPLE_GAMES.glob("*.py"))
+    return (GAMES_EXAMPLE, *(shown_module(f.read_text()) for f in files))
+
+
+def choose_examples(k: int, rng: random.Random) -> tuple[str, ...]:
+    """The ``k`` example modules one fresh games design is shown: :data:`GAMES_EXAMPLE` alone
+    for ``k`` = 1 (the prompt of every run before the pool), otherwise ``k`` distinct modules of
+    :func:`games_examples` drawn with ``rng``.
+
+    >>> choose_examples(1, random.Random(0)) == (GAMES_EXAMPLE,), choose_examples(0, random.Random(0))
+    (True, ())
+    >>> len(set(choose_examples(3, random.Random(0))))
+    3
+    """
+    if k <= 1:
+        return (GAMES_EXAMPLE,) * k
+    pool = games_examples()
+    return tuple(rng.sample(pool, min(k, len(pool))))
+
+
+def prompt_examples(setting: str, k: int = 1) -> tuple[str, ...]:
+    """The code of the example modules a prompt of ``setting`` may show when it shows ``k``
+    (``DesignConfig.examples``), for the novelty index: a design that copies any of them is no
+    design. Tool use: none yet, although the ToolEnv guide shows ``PantryEnv``:
+    tests/test_loop.py's tool-use run designs exactly that module and expects it accepted, so
+    indexing it waits for that test to design another module.
+
+    >>> [len(prompt_examples(s)) for s in ("games", "tool-use")], len(prompt_examples("games", 3))
+    ([1, 0], 7)
+    """
+    if setting != "games" or k < 1:
+        return ()
+    return (GAMES_EXAMPLE,) if k == 1 else games_examples()

@@ -76,7 +76,7 @@ def after_plan(planned: Sequence[dict[str, str]], plan: str,
 
     >>> from spadework.skills import skill_named
     >>> sk = skill_named("causal inference")
-    >>> d = build_design_prompt("Tides rise twice a day.", sk, example="class A: ...")
+    >>> d = build_design_prompt("Tides rise twice a day.", sk, examples=["class A: ..."])
     >>> m = after_plan(plan_messages("Tides rise twice a day.", sk), "Values: h", d)
     >>> [x["role"] for x in m], "Tides rise" in m[3]["content"], AFTER_PLAN in m[3]["content"]
     (['system', 'user', 'assistant', 'user'], False, True)

@@ -328,20 +328,20 @@ def build_design_prompt(
     difficulty: str = "medium",
     memory: Sequence[MemoryExample] = (),
     negatives: Sequence[MemoryNegative] = (),
-    example: str | None = None,
+    examples: Sequence[str] = (),
     max_tokens: int | None = None,
     feedback: str | None = None,
 ) -> list[dict[str, str]]:
     """Chat messages asking the designer for one environment grounded in ``document``.
 
-    ``example``: a complete module shown for its structure (the run passes
-    :data:`spadework.designer.examples.GAMES_EXAMPLE` when memory shows no archived design);
+    ``examples``: complete modules shown for their structure (the run passes
+    :func:`spadework.designer.examples.choose_examples` when memory shows no archived design);
     ``max_tokens``: the reply's token budget, stated as a line budget so the module fits;
     ``feedback``: how the designer's recent environments played (:func:`feedback_section`).
 
     >>> from spadework.skills import skill_named
     >>> msgs = build_design_prompt("Tides rise twice a day.", skill_named("causal inference"),
-    ...                            example="class TideEnv: ...", max_tokens=1024)
+    ...                            examples=["class TideEnv: ..."], max_tokens=1024)
     >>> text = msgs[1]["content"]
     >>> [m["role"] for m in msgs], "Tides rise" in text, "step(self, action: str)" in text
     (['system', 'user'], True, True)
@@ -351,9 +351,8 @@ def build_design_prompt(
     if not document.strip():
         raise ConfigError("the grounding document is empty: sample another document")
     parts = []
-    if example is not None:  # first, so that the document and the task are what is read last
-        parts.append(f"{EXAMPLE_INTRO} Its topic is only an illustration: reuse its structure, "
-                     f"never its topic or its code.\n```python\n{example.strip()}\n```\n\nNow your task.")
+    if examples:  # first, so that the document and the task are what is read last
+        parts.append(examples_block(examples))
     parts += [
         "Read the document, pick one concept or technique from it, and build a multi-turn "
         "environment around it. Do not quote the document in the environment.",
@@ -368,7 +367,7 @@ def build_design_prompt(
                      f"{neg.excerpt.strip()}\n```")
     if feedback:
         parts.append(feedback)
-    lead = PLAN if example is not None or memory or skill.setting == "tool-use" else CONCEPT
+    lead = PLAN if examples or memory or skill.setting == "tool-use" else CONCEPT
     parts.append(lead + " " + reply_instruction(max_tokens))
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -456,6 +455,35 @@ REPAIR_MARK = "An earlier reply to this request was"
 
 #: How the example module's block opens in a design prompt (:func:`build_design_prompt`).
 EXAMPLE_INTRO = "Here is an example of a complete environment module that passes every check."
+#: The same for several example modules (``DesignConfig.examples`` > 1).
+EXAMPLES_INTRO = "Here are {n} examples of complete environment modules that pass every check."
+#: Where the example block ends and the task begins.
+TASK_START = "Now your task.\n\n"
+
+
+def examples_block(examples: Sequence[str]) -> str:
+    """The prompt's opening block showing ``examples``, ended by :data:`TASK_START`.
+
+    >>> print(examples_block(["class A: ..."]))  # doctest: +ELLIPSIS
+    Here is an example ... never its topic or its code.
+    ```python
+    class A: ...
+    ```
+    <BLANKLINE>
+    Now your task.
+    >>> examples_block(["class A: ...", "class B: ..."]).startswith("Here are 2 examples")
+    True
+    """
+    if len(examples) == 1:
+        head = (f"{EXAMPLE_INTRO} Its topic is only an illustration: reuse its structure, never its "
+                "topic or its code.")
+    else:
+        head = (EXAMPLES_INTRO.format(n=len(examples)) + " Each plays a different game; their topics "
+                "and games are only illustrations: reuse their structure (GameEnv, setup, task, "
+                "example, judge, solution, hint), and write a game unlike any of them, never their "
+                "code.")
+    blocks = "\n\n".join(f"```python\n{e.strip()}\n```" for e in examples)
+    return f"{head}\n{blocks}\n\n{TASK_START.rstrip()}"
 
 
 def fresh_repair_messages(messages: Sequence[dict[str, str]], stage: str, reason: str, *,
@@ -484,8 +512,9 @@ def fresh_repair_messages(messages: Sequence[dict[str, str]], stage: str, reason
     """
     *head, last = [dict(m) for m in messages]
     text = last["content"]
-    if drop_example and text.startswith(EXAMPLE_INTRO) and "Now your task.\n\n" in text:
-        text = text.split("Now your task.\n\n", 1)[1].replace(PLAN, CONCEPT, 1)
+    if drop_example and text.startswith((EXAMPLE_INTRO, EXAMPLES_INTRO.split("{n}")[0])) \
+            and TASK_START in text:
+        text = text.split(TASK_START, 1)[1].replace(PLAN, CONCEPT, 1)
     verdict = (f"{REPAIR_MARK} cut off at the length limit before its module ended. Write a "
                "much shorter module." if cut else
                f"{REPAIR_MARK} rejected at the {stage} stage: {reason}\n"

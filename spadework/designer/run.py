@@ -21,12 +21,12 @@ ever train, and what they earn, is :mod:`spadework.designer.credit`'s.
 
 One :class:`NoveltyIndex` over the archive's accepted code is built per call and each accepted
 environment is added to it at once, so two slots can never accept the same environment. The
-games example module (:func:`spadework.designer.examples.prompt_examples`) is in
+games example modules (:func:`spadework.designer.examples.prompt_examples`) are in
 the index too, so a copy of it is rejected as a near-duplicate, never accepted.
 
 A fresh games design is shown the archive's memory positives; when there are none (every run's
-first designs) or none fit the context, it is shown the built-in example module instead
-(:mod:`spadework.designer.examples` says why). Every prompt states a line budget derived from
+first designs) or none fit the context, it is shown the built-in example module instead, or
+``DesignConfig.examples`` of them drawn per slot (:mod:`spadework.designer.examples` says why). Every prompt states a line budget derived from
 ``max_tokens``, and a repair turn is told what a passing module does at the failed stage.
 """
 
@@ -39,7 +39,7 @@ from typing import Any
 from spadework.archive.records import ACCEPTED, DesignAttempt, EnvRecord, GroundingDocument
 from spadework.corpus import truncate_words
 from spadework.designer.credit import trained_at_birth
-from spadework.designer.examples import GAMES_EXAMPLE, prompt_examples
+from spadework.designer.examples import choose_examples, prompt_examples
 from spadework.designer.judge import Judgement, judge_reply
 from spadework.designer.parents import Parent, choose_parent, wants_mutation
 from spadework.designer.plan import PLAN_TOKENS, after_plan, plan_messages
@@ -55,7 +55,7 @@ from spadework.env.checker import CheckConfig
 from spadework.env.hygiene import env_benchmark_matches
 from spadework.errors import ConfigError
 from spadework.policy.base import streams
-from spadework.seeding import derive_seed
+from spadework.seeding import derive_rng, derive_seed
 from spadework.settings.design import CHARS_PER_TOKEN, DesignConfig
 from spadework.skills import Skill
 from spadework.types import EnvSource, Sampling
@@ -167,7 +167,7 @@ class DesignRun:
         self.progress = progress or (lambda done, total: None)
         self.done, self.total = 0, 0
         self.index = NoveltyIndex(archive.env_codes("accepted"), k=self.check_config.shingle_size)
-        for example in prompt_examples(cfg.setting):
+        for example in prompt_examples(cfg.setting, cfg.examples):
             self.index.add(example, threshold=self.check_config.example_novelty_threshold)
         self._memory: dict[str, tuple[list[MemoryExample], list, tuple[str, ...]]] = {}
         self.feedback = feedback_section(archive.played_designs(setting=cfg.setting), *band) \
@@ -257,18 +257,20 @@ class DesignRun:
         text = truncate_words(doc.text, cfg.corpus_words)
         positives, negatives, pos_ids = self._memory_for(s.skill)
         budget = (self.policy.context_length - cfg.max_tokens) * CHARS_PER_TOKEN
-        fallback = GAMES_EXAMPLE if cfg.setting == "games" and cfg.example else None
-        while True:  # drop positives (the longest part), then the example, until the prompt fits
-            example = None if positives else fallback
+        fallback = choose_examples(cfg.examples, derive_rng(self.run_seed, self.iteration,
+                                                             "examples", s.slot, r)) \
+            if cfg.setting == "games" else ()
+        while True:  # drop positives (the longest part), then examples, until the prompt fits
+            examples = () if positives else fallback
             msgs = build_design_prompt(text, s.skill, difficulty=cfg.difficulty, memory=positives,
-                                       negatives=negatives, example=example,
+                                       negatives=negatives, examples=examples,
                                        max_tokens=cfg.max_tokens, feedback=self.feedback)
-            if sum(len(m["content"]) for m in msgs) <= budget or not (positives or example):
+            if sum(len(m["content"]) for m in msgs) <= budget or not (positives or examples):
                 break
             if positives:
                 positives, pos_ids = positives[:-1], pos_ids[:-1]
             else:
-                fallback = None
+                fallback = fallback[:-1]
         ids = pos_ids + tuple(ng.env_id for ng in negatives)
         req = _Request(s, tuple(msgs), doc.doc_id, text[:200], ids,
                        GroundingDocument(doc.doc_id, text, doc.title))

@@ -50,9 +50,11 @@ class DesignConfig:
     (at most ``PLAN_TOKENS``), for its game in three lines (the values drawn, the question, the
     answer as an expression; :func:`~spadework.designer.plan.plan_messages`), then for the
     module of that game in the same conversation (mutations are not planned; the plan turn is
-    not an attempt and is not trained); ``example``: show a fresh games design the complete
-    example module (:data:`~spadework.designer.examples.GAMES_EXAMPLE`) when memory has no
-    archived design to show (False: the guide and the contract only). How many instances
+    not an attempt and is not trained); ``examples``: how many complete example modules a fresh
+    games design is shown when memory has no archived design to show: 1 is
+    :data:`~spadework.designer.examples.GAMES_EXAMPLE`, more are drawn per slot from it and the
+    short example games (:func:`~spadework.designer.examples.choose_examples`), all of which
+    join the novelty index; 0 shows the guide and the contract only. How many instances
     solution() must win is the checker's (``CheckConfig.solvable_seeds``), not a second setting
     here.
     """
@@ -75,7 +77,7 @@ class DesignConfig:
     repair: str = "chat"
     continuous: bool = True
     plan: bool = False
-    example: bool = True
+    examples: int = 1
 
     @property
     def example_chars(self) -> int:
@@ -93,7 +95,7 @@ class DesignConfig:
             raise ConfigError(f"DesignConfig.difficulty must be one of {DIFFICULTIES}, got {self.difficulty!r}")
         for name, low in (("attempts_per_slot", 1), ("repair_turns", 0), ("max_tokens", 1),
                           ("corpus_words", 1), ("memory_positives", 0), ("memory_negatives", 0),
-                          ("top_k", 0)):
+                          ("top_k", 0), ("examples", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ConfigError(f"DesignConfig.{name} must be an integer >= {low}, got {value!r}")
