@@ -26,8 +26,9 @@ the index too, so a copy of it is rejected as a near-duplicate, never accepted.
 
 A fresh games design is shown the archive's memory positives; when there are none (every run's
 first designs) or none fit the context, it is shown the built-in example module instead, or
-``DesignConfig.examples`` of them drawn per slot (:mod:`spadework.designer.examples` says why). Every prompt states a line budget derived from
-``max_tokens``, and a repair turn is told what a passing module does at the failed stage.
+``DesignConfig.examples`` of them drawn per slot (:mod:`spadework.designer.examples` says
+why). Every prompt states a line budget derived from ``max_tokens``, and a repair turn is told
+what a passing module does at the failed stage.
 """
 
 from __future__ import annotations
