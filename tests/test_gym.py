@@ -215,13 +215,13 @@ def _alive(pid: int) -> bool:
 
 def test_each_instance_runs_in_the_sandbox_and_close_frees_it():
     env = sg.make("nim")
-    zygote = env.unwrapped._sandbox.zygote_pid
+    zygote = env.unwrapped._hosted._sandbox.zygote_pid
     env.reset(seed=0)
-    child = env.unwrapped._handle.pid
+    child = env.unwrapped._hosted._handle.pid
     assert child != os.getpid() and _alive(child) and _alive(zygote)
     assert Path(f"/proc/{child}/status").read_text().count("Seccomp:\t2") == 1  # filter mode
     env.reset(seed=1)
-    assert env.unwrapped._handle.pid != child  # one fresh child per episode
+    assert env.unwrapped._hosted._handle.pid != child  # one fresh child per episode
     env.close()
     env.close()  # idempotent
     assert not _alive(zygote)
@@ -288,8 +288,8 @@ class FractionEnv:
         return "\\\\boxed{" + str(1 / self.n) + "}"
 ''')
     with sg.make(path) as env:
-        assert env.unwrapped._sandbox.limits.math_verify
-        assert "math_verify" in env.unwrapped._sandbox.isolation.runtime
+        assert env.unwrapped._hosted._sandbox.limits.math_verify
+        assert "math_verify" in env.unwrapped._hosted._sandbox.isolation.runtime
         env.reset(seed=2)  # the decimal 1/n must verify against the fraction
         assert env.step(env.unwrapped.solution())[1:3] == (1.0, True)
         env.reset(seed=2)

@@ -22,9 +22,10 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
     raise ConfigError("spadework.gym needs gymnasium: pip install 'spadework[gym]'") from e
 
-from spadework.gym.env import DEFAULT_MAX_TURNS, MAX_ACTION_CHARS, MAX_OBS_CHARS, SpadeworkEnv
+from spadework.gym.env import MAX_ACTION_CHARS, SpadeworkEnv
 from spadework.gym.registration import NAMESPACE, gym_id, register_envs
 from spadework.gym.spaces import DEFAULT_CHARSET, text_space
+from spadework.integrations.hosted import DEFAULT_MAX_TURNS, MAX_OBS_CHARS
 
 __all__ = [
     "DEFAULT_CHARSET", "DEFAULT_MAX_TURNS", "MAX_ACTION_CHARS", "MAX_OBS_CHARS", "NAMESPACE",

@@ -28,7 +28,6 @@ and the reason in ``info["spadework"]["error"]``.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -36,20 +35,15 @@ import gymnasium
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.error import ResetNeeded
 
-from spadework.env.probe import validate_reset, validate_step
 from spadework.errors import ConfigError, EnvError
 from spadework.gym.registration import ENTRY_POINT, NAMESPACE, gym_id
-from spadework.gym.source import Resolved, resolve
 from spadework.gym.spaces import require_in, text_space
-from spadework.settings.check import CheckConfig
+from spadework.integrations.hosted import MAX_OBS_CHARS, HostedEnv
+from spadework.integrations.source import Resolved
 from spadework.types import EnvSource
 
-#: The longest observation, by default: the checker's cap, so a checked environment fits.
-MAX_OBS_CHARS = CheckConfig().max_obs_chars
 #: The longest action, by default (the reference cuts actions at the same length).
 MAX_ACTION_CHARS = 100_000
-#: Turns per episode when the source does not say (the checker's default limit).
-DEFAULT_MAX_TURNS = CheckConfig().max_turns
 _ON_ERROR = ("raise", "truncate")
 _NO_CAP = 1 << 62  # the contract's shape check without its length cap: the space judges length
 
@@ -58,7 +52,7 @@ def spec_id(found: Resolved) -> str:
     """The Gymnasium id of an environment made without gymnasium.make: a starter's registered
     id, else ``spadework/<file stem or first 12 hex digits of its env id>-v0``.
 
-    >>> from spadework.gym.source import resolve
+    >>> from spadework.integrations.source import resolve
     >>> spec_id(resolve("maze"))
     'spadework/Maze-v0'
     """
@@ -94,74 +88,28 @@ class SpadeworkEnv(gymnasium.Env):
                               f"got {render_mode!r}")
         if on_error not in _ON_ERROR:
             raise ConfigError(f"on_error must be one of {', '.join(_ON_ERROR)}, got {on_error!r}")
-        found = resolve(source, env_id, allow_rejected=allow_rejected)
-        turns = max_turns if max_turns is not None else (found.max_turns or DEFAULT_MAX_TURNS)
-        if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
-            raise ConfigError(f"max_turns must be a positive integer, got {turns!r}")
-        if isinstance(level, bool) or not isinstance(level, int) or level < 1:
-            raise ConfigError(f"level must be an integer >= 1, got {level!r}")
-        self.source = found.env
-        self.max_turns = turns
+        self.observation_space = text_space(max_obs_chars, charset)
+        self.action_space = text_space(max_action_chars, charset)
+        self._hosted: HostedEnv | None = None
+        self._hosted = HostedEnv(source, env_id, level=level, max_turns=max_turns,
+                                 sandbox=sandbox, limits=limits, allow_rejected=allow_rejected,
+                                 max_obs_chars=_NO_CAP)
+        self.source = self._hosted.source
+        self.max_turns = self._hosted.max_turns
         self.level = level
+        self.levels = self._hosted.levels
         # A spec that remakes this environment, so Gymnasium's tools (check_env, wrappers that
         # copy an environment) work on one made without gymnasium.make; gymnasium.make replaces
         # it with the registered one.
         self.spec = EnvSpec(
-            id=spec_id(found), entry_point=ENTRY_POINT,
+            id=spec_id(self._hosted.found), entry_point=ENTRY_POINT,
             kwargs={"source": source, "env_id": env_id, "max_turns": max_turns,
                     "sandbox": sandbox, "limits": limits, "charset": charset,
                     "max_obs_chars": max_obs_chars, "max_action_chars": max_action_chars,
                     "on_error": on_error, "allow_rejected": allow_rejected, "level": level})
         self.render_mode = render_mode
         self.on_error = on_error
-        self.observation_space = text_space(max_obs_chars, charset)
-        self.action_space = text_space(max_action_chars, charset)
-        self._handle = None
-        self._fresh = False  # the handle holds an instance no episode has used yet
-        self._turns = 0
-        self._done = True
         self._last_obs: str | None = None
-        self._owned = sandbox is None
-        self._sandbox = sandbox if sandbox is not None else self._start_sandbox(limits, found.imports)
-        try:
-            self._handle = self._load(level=1)  # reads LEVELS before the level is asked for
-            self.levels = self._levels()
-            if self.level != 1:
-                self._handle.close()
-                self._handle = self._load()
-            self._fresh = True
-        except BaseException:
-            self.close()
-            raise
-
-    # ------------------------------------------------------------------ the sandbox
-
-    @staticmethod
-    def _start_sandbox(limits: Any, imports: frozenset[str]):
-        from spadework.sandbox import Limits, Sandbox
-
-        if limits is None:
-            limits = Limits(math_verify="math_verify" in imports)
-        sandbox = Sandbox(limits)
-        sandbox.start()
-        return sandbox
-
-    def _load(self, level: int | None = None):
-        level = self.level if level is None else level
-        return self._sandbox.load(self.source.code, max_turns=self.max_turns,
-                                  class_name=self.source.class_name,
-                                  level=None if level == 1 else level)
-
-    def _levels(self) -> int:
-        """The environment's LEVELS, with ``self.level`` checked against it."""
-        from spadework.env.checker import levels_of
-        from spadework.env.probe import call_env
-
-        levels = levels_of(call_env("LEVELS", self._handle.levels))
-        if self.level > levels:
-            raise ConfigError(f"level {self.level} was asked for, but {self.source.class_name} "
-                              f"declares LEVELS = {levels}; choose a level from 1 to {levels}")
-        return levels
 
     @property
     def env_id(self) -> str:
@@ -176,53 +124,36 @@ class SpadeworkEnv(gymnasium.Env):
             raise ConfigError(f"reset() takes no options, got {sorted(options)}")
         super().reset(seed=seed)
         episode_seed = seed if seed is not None else int(self.np_random.integers(2**31 - 1))
-        if self._handle is None:
+        if self._hosted is None:
             raise ResetNeeded("this environment is closed")
-        if not self._fresh:
-            self._handle.close()
-            self._handle = None
-            self._handle = self._load()
-        self._fresh = False
-        self._turns, self._done = 0, True
-        what = f"reset(seed={episode_seed})"
-        reply = self._handle.reset(seed=episode_seed)
-        obs = self._observed(validate_reset(reply, what, _NO_CAP), what)
-        env_info = reply[1]
+        raw, env_info = self._hosted.reset(episode_seed)
+        obs = self._observed(raw, f"reset(seed={episode_seed})")
         extra: dict[str, Any] = {"seed": episode_seed, "env_id": self.env_id}
         if self.source.setting == "tool-use":
-            extra["tools"] = self._handle.tools()
-        self._done = False
+            extra["tools"] = self._hosted.tools()
         self._last_obs = obs
         return obs, {**env_info, "spadework": extra}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._done or self._handle is None:
+        if self._hosted is None or self._hosted.done:
             raise ResetNeeded("call reset() before step() (the episode has ended or not begun)")
         require_in(self.action_space, action, "the action",
                    "actions are text of the declared charset and length (make(charset=..., "
                    "max_action_chars=...))")
-        what = f"step() #{self._turns + 1}"
         try:
-            result = validate_step(self._handle.step(action), what, _NO_CAP)
+            turn = self._hosted.step(action)
         except EnvError as e:
             if self.on_error == "raise":
                 raise
-            self._done = True
             self._last_obs = ""
             return "", 0.0, False, True, {"spadework": {"error": e.reason,
                                                          "error_type": type(e).__name__}}
-        obs = self._observed(result.obs, what)
-        self._turns += 1
-        extra: dict[str, Any] = {"turn": self._turns}
-        truncated = result.truncated
-        if not (result.terminated or truncated) and self._turns >= self.max_turns:
-            truncated = True
+        obs = self._observed(turn.obs, f"step() #{turn.turn}")
+        extra: dict[str, Any] = {"turn": turn.turn}
+        if turn.turn_limit:
             extra["turn_limit"] = True
-        self._done = result.terminated or truncated
         self._last_obs = obs
-        reward = float(result.reward)
-        assert math.isfinite(reward)  # validate_step holds rewards to finite numbers
-        return obs, reward, result.terminated, truncated, {**result.info, "spadework": extra}
+        return obs, turn.reward, turn.terminated, turn.truncated, {**turn.info, "spadework": extra}
 
     def render(self) -> str | None:
         if self.render_mode is None:
@@ -235,13 +166,9 @@ class SpadeworkEnv(gymnasium.Env):
 
     def close(self) -> None:
         """Kill the episode's child and, when this environment started it, the fork server."""
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            handle.close()
-        sandbox, self._sandbox = getattr(self, "_sandbox", None), None
-        if sandbox is not None and self._owned:
-            sandbox.close()
-        self._done = True
+        hosted, self._hosted = getattr(self, "_hosted", None), None
+        if hosted is not None:
+            hosted.close()
         super().close()
 
     # ------------------------------------------------------------------ privileged access
@@ -249,17 +176,18 @@ class SpadeworkEnv(gymnasium.Env):
     def solution(self) -> Any:
         """The environment's ``solution()`` for the current episode (privileged: for evaluation
         and hints, not for the agent)."""
-        if self._handle is None:
-            raise ResetNeeded("this environment is closed")
-        return self._handle.solution()
+        return self._live().solution()
 
     def hint(self) -> str | None:
         """The environment's own privileged hint, or None when it defines none."""
-        if self._handle is None:
-            raise ResetNeeded("this environment is closed")
-        return self._handle.hint()
+        return self._live().hint()
 
     # ------------------------------------------------------------------ helpers
+
+    def _live(self) -> HostedEnv:
+        if self._hosted is None:
+            raise ResetNeeded("this environment is closed")
+        return self._hosted
 
     def _observed(self, obs: str, what: str) -> str:
         return require_in(self.observation_space, obs, f"the observation of {what}",
