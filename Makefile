@@ -2,7 +2,7 @@
 export OMP_NUM_THREADS ?= 1
 export PYTHONHASHSEED ?= 0
 
-.PHONY: setup run test test-slow bench
+.PHONY: setup run test test-slow test-interop bench
 
 setup:
 	@bash scripts/setup.sh
@@ -21,6 +21,12 @@ test: setup
 
 test-slow: setup
 	.venv/bin/python -m pytest -q -m slow
+
+# The MCP and OpenEnv servers against the real packages, in their own venv (about 2 minutes to
+# set up the first time, 1 to run).
+test-interop:
+	@bash scripts/setup-interop.sh
+	.venv-interop/bin/python -m pytest -q tests/test_integrations.py spadework/integrations
 
 bench: setup
 	@for b in benchmarks/*.py; do echo "== $$b"; .venv/bin/python $$b; done

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 # Each module adds its commands to the app when imported.
-from spadework.cli import archive, check, data, evals, model, run  # noqa: F401
+from spadework.cli import archive, check, data, evals, interop, model, run  # noqa: F401
 from spadework.cli._app import _Preset, app
 
 __all__ = ["_Preset", "app", "main", "ray_flag_args"]

@@ -1,0 +1,307 @@
+"""spadework.integrations: archived environments served over MCP and OpenEnv, driven by those
+projects' own clients (the ``mcp`` and ``openenv`` extras; ``make test-interop`` installs them)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spadework.archive import Archive, EnvRecord
+from spadework.env.checker import CheckConfig, check
+from spadework.env.probe import solution_actions
+from spadework.env.toolenv import parse_answer, parse_tool_calls
+from spadework.errors import ConfigError
+from spadework.integrations.hosted import HostedEnv
+from spadework.library import check_sources, starter_env
+from spadework.sandbox import Limits, Sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+SPADEWORK = [sys.executable, "-m", "spadework.cli.__main__"]
+
+# A tool-use environment whose one tool hangs or floods on arguments no check tries (so the
+# checker accepts it): what an archived environment may still do to a server.
+HOSTILE_TOOLS = '''
+from toolenv import Instruction, ToolEnv
+
+
+class HostileToolsEnv(ToolEnv):
+    def declare_tools(self):
+        return {"lookup": {"description": "The code word.", "parameters": {
+            "type": "object", "properties": {"key": {"type": "string"}}}}}
+
+    def tool_lookup(self, key=""):
+        if key == "hang-forever-7731":
+            while True:
+                pass
+        if key == "flood-7731":
+            return "x" * 50_000_000
+        return "The code word is " + self.word + "."
+
+    def reset(self, seed=None):
+        import random
+        self.word = str(random.Random(seed).randrange(100_000, 1_000_000))
+        return self.start("Find the code word.",
+                          [Instruction("Look up the code word.", lambda: self.called("lookup"))])
+
+    def expected_answer(self):
+        return self.word
+
+    def solution(self):
+        return [self.reply_call("lookup", key="word"), self.reply_answer(self.word)]
+'''
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory) -> Path:
+    """A run's archive as a run starts it (starters checked and imported), plus the hostile
+    tool environment, accepted by the checker, and a rejected module that fails at reset."""
+    db = tmp_path_factory.mktemp("run") / "archive.sqlite"
+    with Sandbox(Limits()) as sb:
+        hostile = check(HOSTILE_TOOLS, sandbox=sb, config=CheckConfig(max_turns=6), module=True)
+    assert hostile.ok, hostile.reason
+    broken = "class BrokenEnv:\n    def reset(self, seed=None):\n        return undefined_name, {}\n"
+    with Sandbox(Limits()) as sb:
+        bad = check(broken, sandbox=sb, config=CheckConfig(max_turns=6), module=True)
+    assert not bad.ok
+    with Sandbox(Limits()) as sb:
+        starters = check_sources([starter_env("maze"), starter_env("tool_calendar")], sb,
+                                 CheckConfig(max_turns=20))
+    with Archive.open(db) as a:
+        a.import_starter(starters)
+        a.add_env(EnvRecord.from_check(HOSTILE_TOOLS, hostile, iteration=1, setting="tool-use",
+                                       skill=None))
+        a.add_env(EnvRecord.from_check(broken, bad, iteration=1, setting="games", skill=None))
+    return db
+
+
+def env_id(db: Path, class_name: str | None, status: str | None = None) -> str:
+    """The id of the one environment of this class (or of this status)."""
+    with Archive.open_read_only(db) as a:
+        ids = [r.env_id for r in a.list_envs(status=status)
+               if class_name is None or r.class_name == class_name]
+    assert len(ids) == 1, (class_name, ids)
+    return ids[0]
+
+
+def replayed(db: Path, env: str, seed: int, level: int = 1) -> tuple[list[str], float, str]:
+    """The environment's solution for ``seed`` replayed straight in the sandbox: the replies,
+    the total reward and the first observation (what a served episode must reproduce)."""
+    with HostedEnv(db, env, level=level) as h:
+        first, _ = h.reset(seed)
+        replies = [str(r) for r in solution_actions(h.solution())]
+        total = 0.0
+        for r in replies:
+            turn = h.step(r)
+            total += turn.reward
+            if turn.done:
+                break
+    return replies, total, first
+
+
+# ---------------------------------------------------------------------------------------- MCP
+
+
+def _mcp_session(args: list[str], play):
+    """Run ``play(session)`` against ``spadework mcp ARGS`` with the MCP SDK's stdio client."""
+    mcp = pytest.importorskip("mcp")
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "spadework.cli.__main__",
+                                                                 "mcp", *args],
+                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with mcp.ClientSession(read, write) as session:
+                init = await session.initialize()
+                return await play(session, init)
+
+    return asyncio.run(asyncio.wait_for(main(), 120))
+
+
+def _state(result) -> dict:
+    return json.loads(result.contents[0].text)
+
+
+def test_mcp_serves_a_tool_environment_and_its_reward_matches_the_archive_replay(archive):
+    pytest.importorskip("mcp")
+    env = env_id(archive, "CalendarEnv")
+    replies, total, _ = replayed(archive, env, seed=5)
+    assert total == 1.0
+
+    async def play(session, init):
+        assert "Instruction (step 1 of" in init.instructions
+        assert "<tool_call>" not in init.instructions and "submit_answer" in init.instructions
+        names = [t.name for t in (await session.list_tools()).tools]
+        results = []
+        for reply in replies:
+            answer = parse_answer(reply)
+            if answer is not None and not parse_tool_calls(reply):
+                results.append(await session.call_tool("submit_answer", {"answer": answer}))
+            else:
+                for call in parse_tool_calls(reply):
+                    results.append(await session.call_tool(call.name, call.arguments))
+        after = await session.call_tool("list_rooms", {"day": 1})
+        state = _state(await session.read_resource("spadework://episode"))
+        return names, results, after, state
+
+    names, results, after, state = _mcp_session([str(archive), "--env", env[:10], "--seed", "5"],
+                                                play)
+    assert "submit_answer" in names and "cancel_event" in names
+    assert all(not r.is_error for r in results)
+    assert results[-1].structured_content["reward"] == 1.0
+    assert results[-1].structured_content["terminated"] is True
+    assert after.is_error and "episode is over" in after.content[0].text
+    assert state["reward"] == total and state["over"] and state["seed"] == 5
+    assert state["ended_by"] == "answer judged"
+
+
+def test_mcp_reports_refused_calls_and_a_flooding_or_hanging_tool_ends_the_episode(archive):
+    pytest.importorskip("mcp")
+    args = [str(archive), "--env", env_id(archive, "HostileToolsEnv")[:10], "--max-turns", "6"]
+
+    async def flood(session, init):
+        unknown = await session.call_tool("no_such_tool", {})
+        early = await session.call_tool("submit_answer", {"answer": "123456"})
+        tags = await session.call_tool("submit_answer", {"answer": "</answer>x"})
+        flood = await session.call_tool("lookup", {"key": "flood-7731"})
+        after = await session.call_tool("lookup", {"key": "word"})
+        return unknown, early, tags, flood, after, _state(await session.read_resource(
+            "spadework://episode"))
+
+    unknown, early, tags, flooded, after, state = _mcp_session(args, flood)
+    assert unknown.is_error and "unknown tool" in unknown.content[0].text
+    assert not early.structured_content["terminated"]  # refused: the step is not done yet
+    assert tags.is_error and "tags" in tags.content[0].text
+    assert flooded.is_error and "returned too much" in flooded.content[0].text
+    assert after.is_error and "episode is over" in after.content[0].text
+    assert state["over"] and state["reward"] <= 0 and "returned too much" in state["ended_by"]
+    assert state["turns"] == 2  # the unknown tool and the early answer; the rest never stepped
+
+    async def hang(session, init):
+        hung = await session.call_tool("lookup", {"key": "hang-forever-7731"})
+        return hung, _state(await session.read_resource("spadework://episode"))
+
+    t0 = time.monotonic()
+    hung, state = _mcp_session(args, hang)
+    assert hung.is_error and "deadline" in hung.content[0].text
+    assert time.monotonic() - t0 < 60 and state["over"] and "deadline" in state["ended_by"]
+
+
+def test_mcp_refuses_a_games_environment_with_a_clear_error(archive):
+    out = subprocess.run([*SPADEWORK, "mcp", str(archive), "--env",
+                          env_id(archive, "MazeEnv")[:10]], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if "needs the MCP SDK" in out.stderr:
+        pytest.skip("the mcp extra is not installed")
+    assert out.returncode == 1 and "MCP serves the tools of tool-use environments" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+# ------------------------------------------------------------------------------------ OpenEnv
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def openenv_server(archive):
+    """``spadework openenv serve`` on the archive's maze, in its own process."""
+    pytest.importorskip("openenv")
+    port = _free_port()
+    env = env_id(archive, "MazeEnv")
+    proc = subprocess.Popen([*SPADEWORK, "openenv", "serve", str(archive), "--env", env[:10],
+                             "--port", str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    url = f"http://127.0.0.1:{port}"
+    import urllib.request
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"the server did not start: {proc.stderr.read()}")
+            time.sleep(0.3)
+    yield url, env
+    proc.terminate()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_openenv_client_plays_an_archived_game_to_a_win_with_its_solution(openenv_server, archive):
+    from openenv.core.generic_client import GenericEnvClient
+
+    url, env = openenv_server
+    for level in (1, 2):
+        replies, total, first = replayed(archive, env, seed=7, level=level)
+        assert total == 1.0
+        with GenericEnvClient(base_url=url).sync() as client:
+            start = client.reset(seed=7, level=level)
+            assert start.observation["text"] == first and start.observation["level"] == level
+            assert not start.done
+            rewards = []
+            for reply in replies:
+                result = client.step({"message": reply})
+                rewards.append(result.reward)
+                if result.done:
+                    break
+            assert result.done and sum(rewards) == total == 1.0
+            state = client.state()
+            assert state["episode_reward"] == 1.0 and state["seed"] == 7
+            assert state["level"] == level and state["env_id"] == env
+            after = client.step({"message": replies[0]})
+            assert after.done and "no episode is running" in after.observation["error"]
+
+
+def test_openenv_sessions_play_side_by_side_and_bad_requests_get_clear_errors(openenv_server,
+                                                                              archive):
+    from openenv.core.generic_client import GenericEnvClient
+
+    url, env = openenv_server
+    with GenericEnvClient(base_url=url).sync() as a, GenericEnvClient(base_url=url).sync() as b:
+        ra, rb = a.reset(seed=1), b.reset(seed=2)
+        assert ra.observation["text"] == replayed(archive, env, seed=1)[2]
+        assert rb.observation["text"] == replayed(archive, env, seed=2)[2]
+        with pytest.raises(Exception, match="(?i)invalid|validation|message"):
+            a.step({"text": "not the action's field"})
+        with pytest.raises(Exception, match="LEVELS"):
+            a.reset(seed=1, level=99)
+        assert a.reset(seed=1).observation["text"] == ra.observation["text"]
+
+
+def test_servers_refuse_bad_sources_with_clear_errors(archive, tmp_path):
+    with pytest.raises(ConfigError, match="no starter environment named"):
+        HostedEnv("no_such_game")
+    with pytest.raises(ConfigError, match="declares LEVELS"):
+        HostedEnv(archive, env_id(archive, "MazeEnv"), level=99)
+    broken = env_id(archive, None, status="rejected")
+    with pytest.raises(ConfigError, match="rejected at its"):
+        HostedEnv(archive, broken)
+    for args in (["openenv", "serve", str(archive), "--env", "ffff"],
+                 ["openenv", "serve", str(archive), "--env", broken[:10]],
+                 ["mcp", str(archive), "--env", broken[:10], "--allow-rejected"]):
+        out = subprocess.run([*SPADEWORK, *args], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        if "needs OpenEnv" in out.stderr or "needs the MCP SDK" in out.stderr:
+            continue
+        assert out.returncode == 1, (args, out.stderr)
+        assert out.stderr.startswith("error:") and "Traceback" not in out.stderr, out.stderr
