@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -305,3 +308,143 @@ def test_servers_refuse_bad_sources_with_clear_errors(archive, tmp_path):
             continue
         assert out.returncode == 1, (args, out.stderr)
         assert out.stderr.startswith("error:") and "Traceback" not in out.stderr, out.stderr
+
+
+# ------------------------------------------------------------------------------------- Harbor
+
+
+def _harbor_python() -> str | None:
+    """The interpreter of .venv-harbor (Harbor needs Python 3.12; make test-interop builds it)."""
+    path = os.environ.get("SPADEWORK_HARBOR_PYTHON") or str(ROOT / ".venv-harbor" / "bin" / "python")
+    return path if Path(path).exists() else None
+
+
+def _run_task(task: Path, tmp: Path, solve: bool = True, log: list[str] | None = None) -> dict:
+    """A task as its container would run it, on this machine: the app and tests folders copied
+    (as Harbor copies them), solve.sh (or ``log`` written as the agent's), then test.sh."""
+    app, tests, logs = tmp / "app", tmp / "tests", tmp / "logs"
+    shutil.copytree(task / "environment" / "app", app)
+    shutil.copytree(task / "tests", tests)
+    env = {**os.environ, "SPADEWORK_APP": str(app), "SPADEWORK_TESTS": str(tests),
+           "SPADEWORK_VERIFY_CPU_SECONDS": "5",
+           "SPADEWORK_SOLUTION": str(task / "solution"), "SPADEWORK_VERIFIER_LOGS": str(logs)}
+    if solve:
+        subprocess.run(["bash", str(task / "solution" / "solve.sh")], env=env, check=True,
+                       capture_output=True, timeout=120)
+    if log is not None:
+        (app / "episode.jsonl").write_text("".join(json.dumps({"reply": r}) + "\n" for r in log))
+    subprocess.run(["bash", str(tests / "test.sh")], env=env, check=True, capture_output=True,
+                   timeout=300)
+    return {"reward": float((logs / "reward.txt").read_text()),
+            **json.loads((logs / "rewards.json").read_text())}
+
+
+@pytest.fixture(scope="module")
+def harbor_tasks(archive, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("harbor") / "tasks"
+    code = subprocess.run([*SPADEWORK, "archive", "export", "--db", str(archive), "--format",
+                           "harbor", str(out), "--seed", "3", "--seed", "4"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert code.returncode == 0, code.stderr
+    assert "6 Harbor task(s) written" in code.stdout, code.stdout  # 3 environments x 2 seeds
+    return out
+
+
+def test_harbor_tasks_win_with_their_solution_and_score_only_what_the_agent_sent(harbor_tasks,
+                                                                                  tmp_path):
+    tasks = sorted(p.name for p in harbor_tasks.iterdir())
+    assert len(tasks) == 6 and all(re.fullmatch(r"[a-z0-9-]+-[0-9a-f]{8}-l1-s[34]", t)
+                                   for t in tasks)
+    maze = next(harbor_tasks / t for t in tasks if t.startswith("mazeenv") and t.endswith("s3"))
+    meta = tomllib.loads((maze / "task.toml").read_text())["metadata"]
+    assert meta["seed"] == 3 and meta["level"] == 1 and meta["class_name"] == "MazeEnv"
+    assert "python3 /app/play.py" in (maze / "instruction.md").read_text()
+    won = _run_task(maze, tmp_path / "won")
+    assert won["reward"] == 1.0 and won["won"] and not won["error"]
+    # the agent's log is what counts: nothing sent scores 0, garbage scores 0
+    assert _run_task(maze, tmp_path / "idle", solve=False)["reward"] == 0.0
+    assert _run_task(maze, tmp_path / "junk", solve=False, log=["\\boxed{nowhere}"])["reward"] <= 0
+    # the verifier replays its own copy: an agent that rewrites /app/env.py to always win gains
+    # nothing
+    forged = tmp_path / "forged"
+    shutil.copytree(maze, forged / "task")
+    (forged / "task" / "environment" / "app" / "env.py").write_text(
+        "class MazeEnv:\n    def __init__(self, **k): pass\n"
+        "    def reset(self, seed=None): return 'x', {}\n"
+        "    def step(self, a): return 'won', 1.0, True, False, {}\n")
+    assert _run_task(forged / "task", tmp_path / "forged-run", solve=False,
+                     log=["anything"])["reward"] <= 0
+
+
+def test_harbor_tool_use_task_and_a_hanging_replay_are_scored(harbor_tasks, tmp_path):
+    calendar = next(p for p in harbor_tasks.iterdir() if p.name.startswith("calendarenv"))
+    assert _run_task(calendar, tmp_path / "cal")["reward"] == 1.0
+    hostile = next(p for p in harbor_tasks.iterdir() if p.name.startswith("hostiletoolsenv"))
+    hang = '<tool_call>{"name": "lookup", "arguments": {"key": "hang-forever-7731"}}</tool_call>'
+    t0 = time.monotonic()
+    out = _run_task(hostile, tmp_path / "hang", solve=False, log=[hang])
+    assert out["reward"] == 0.0 and "replay failed (killed by signal" in out["error"]
+    assert time.monotonic() - t0 < 60
+
+
+def test_harbor_loads_the_exported_tasks(harbor_tasks):
+    python = _harbor_python()
+    if python is None:
+        pytest.skip("no .venv-harbor (Harbor needs Python 3.12; make test-interop builds it)")
+    script = ("import json, sys\nfrom pathlib import Path\n"
+              "from harbor.models.task.task import Task\n"
+              "out = []\n"
+              "for p in sorted(Path(sys.argv[1]).iterdir()):\n"
+              "    assert Task.is_valid_dir(p), p\n"
+              "    t = Task(p)\n"
+              "    out.append({'name': t.name, 'seed': t.config.metadata['seed'],\n"
+              "                'network': t.config.environment.network_mode.value,\n"
+              "                'instruction': t.instruction[:80],\n"
+              "                'solve': str(t.paths.discovered_solve_path),\n"
+              "                'test': str(t.paths.discovered_test_path)})\n"
+              "print(json.dumps(out))\n")
+    done = subprocess.run([python, "-c", script, str(harbor_tasks)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    tasks = json.loads(done.stdout)
+    assert len(tasks) == 6 and {t["seed"] for t in tasks} == {3, 4}
+    assert all(t["network"] == "no-network" and t["instruction"].startswith("# ") for t in tasks)
+    assert all(t["solve"].endswith("solve.sh") and t["test"].endswith("test.sh") for t in tasks)
+
+
+def test_harbor_import_reads_exported_and_reef_style_tasks(harbor_tasks, archive, tmp_path):
+    from spadework.archive.harbor import import_harbor
+
+    reef = tmp_path / "reef"
+    (reef / "maze-task" / "environment").mkdir(parents=True)
+    (reef / "maze-task" / "task.toml").write_text('schema_version = "1.4"\n[metadata]\n'
+                                                  'skill = "navigation"\n')
+    (reef / "maze-task" / "environment" / "game.py").write_text(
+        (ROOT / "tests" / "fixtures" / "envs" / "good" / "arithmetic_chain.py").read_text())
+    (reef / "broken-task" / "environment").mkdir(parents=True)
+    (reef / "broken-task" / "task.toml").write_text('schema_version = "1.4"\n')
+    (reef / "broken-task" / "environment" / "Dockerfile").write_text("FROM python:3.11\n")
+    (reef / "bad-toml").mkdir()
+    (reef / "bad-toml" / "task.toml").write_text("this is = = not toml")
+    db = tmp_path / "imported.sqlite"
+    with Sandbox(Limits()) as sb, Archive.open(db) as a:
+        config = CheckConfig(max_turns=20)
+        exported = import_harbor(a, harbor_tasks, sandbox=sb, config=config)
+        others = import_harbor(a, reef, sandbox=sb, config=config)
+        again = import_harbor(a, harbor_tasks, sandbox=sb, config=config)
+        with pytest.raises(ConfigError, match="no Harbor task"):
+            import_harbor(a, tmp_path / "reef" / "maze-task" / "environment", sandbox=sb,
+                          config=config)
+    # six tasks of three environments: each environment once, its other seed already present
+    assert sorted(o.status for o in exported) == ["accepted"] * 3 + ["present"] * 3
+    with Archive.open_read_only(archive) as original:
+        assert {o.env_id for o in exported} == {r.env_id for r in original.list_envs(
+            status="accepted")}
+    by = {o.source: o for o in others}
+    assert by["maze-task"].status == "accepted" and by["maze-task"].skill == "navigation"
+    assert by["broken-task"].status == "rejected" and "no Python module" in by["broken-task"].reason
+    assert by["bad-toml"].status == "rejected" and "task.toml" in by["bad-toml"].reason
+    assert all(o.status == "present" for o in again)
+    with Archive.open_read_only(db) as a:
+        assert {i.format for r in a.list_envs() for i in a.imports(r.env_id)} == {"harbor"}

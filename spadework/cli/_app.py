@@ -27,7 +27,8 @@ app = typer.Typer(
 
 # Choices the command line offers (typer lists them in --help and refuses others with exit 2).
 _Status = Enum("_Status", {"accepted": "accepted", "rejected": "rejected"}, type=str)
-_Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet", "hf": "hf"}, type=str)
+_Format = Enum("_Format", {"jsonl": "jsonl", "parquet": "parquet", "hf": "hf", "harbor": "harbor"},
+               type=str)
 _Preset = Enum("_Preset", {p: p for p in PRESETS}, type=str)
 
 

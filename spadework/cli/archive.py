@@ -67,19 +67,32 @@ def archive_show(
 @archive_app.command("export")
 def archive_export(
     dest: str = typer.Argument(None, metavar="[OUT]", help="Where to write (or give --out)."),
-    out: str = typer.Option(None, "--out", help="The file to write, or the folder for hf (never "
-                            "the archive itself nor a file of its run; an existing one only "
-                            "with --force)."),
+    out: str = typer.Option(None, "--out", help="The file to write, or the folder for hf and "
+                            "harbor (never the archive itself nor a file of its run; an existing "
+                            "one only with --force)."),
     fmt: _Format = typer.Option("jsonl", "--format", help="jsonl or parquet: one file, a row per "
                                 "environment; hf: a datasets folder (Parquet files of the "
                                 "environments and of their plays per iteration, and a dataset "
-                                "card), for datasets.load_dataset or a dataset hub."),
+                                "card), for datasets.load_dataset or a dataset hub; harbor: a "
+                                "Harbor task folder per environment and seed (its code, a "
+                                "play command, a verifier that replays the episode)."),
     force: bool = typer.Option(False, "--force", help="Replace OUT if it exists (for hf, only an "
-                               "earlier hf export)."),
+                               "earlier hf export; for harbor, write into a folder not empty)."),
+    seed: list[int] = typer.Option(  # noqa: B008 (typer reads it; not shared)
+        None, "--seed", help="harbor: an instance to write a task for (repeat for more; "
+        "default 0)."),
+    level: int = typer.Option(None, "--level", min=1, help="harbor: the level played (default: "
+                              "the level each environment plays next in the run)."),
+    status: _Status = typer.Option("accepted", "--status", help="harbor: the environments of "
+                                   "this status."),
+    skill: str = typer.Option(None, "--skill", help="harbor: only environments of this skill."),
+    env: list[str] = typer.Option(  # noqa: B008 (typer reads it; not shared)
+        None, "--env", help="harbor: only this environment (an id or its first 4+ hex "
+        "characters; repeat for more)."),
     db: str = _DB, run_dir: str = _RUN_DIR,
 ) -> None:
-    """Write every environment with its statistics, one row each, as JSONL or Parquet, or a
-    datasets folder (the archive is opened read-only)."""
+    """Write every environment with its statistics, one row each, as JSONL or Parquet, a
+    datasets folder, or Harbor tasks (the archive is opened read-only)."""
     from spadework.archive import export_envs
     from spadework.archive.hf_export import export_hf
 
@@ -89,6 +102,10 @@ def archive_export(
     target = dest if dest is not None else out
 
     def export(a) -> None:
+        if fmt.value == "harbor":
+            return _export_harbor(a, target, force=force, seeds=tuple(seed or (0,)),
+                                  level=level, status=status.value, skill=skill,
+                                  env_ids=tuple(env or ()))
         if fmt.value == "hf":
             s = export_hf(a, target, force=force)
         else:
@@ -98,6 +115,18 @@ def archive_export(
             typer.echo(f"note: {s.skipped} row(s) could not be read and were skipped", err=True)
 
     _archive_call(db, run_dir, export)
+
+
+def _export_harbor(a, target: str, **kwargs) -> None:
+    from spadework.archive.harbor import export_harbor
+    from spadework.sandbox import Limits, Sandbox
+
+    with Sandbox(Limits(math_verify=True)) as sb:
+        s = export_harbor(a, target, sandbox=sb, **kwargs)
+    for line in s.skipped:
+        typer.echo(f"skipped {line}", err=True)
+    typer.echo(f"{len(s.tasks)} Harbor task(s) written to {s.path.resolve()}"
+               + (f"; {len(s.skipped)} skipped" if s.skipped else ""))
 
 
 @archive_app.command("import-starter")
@@ -126,15 +155,18 @@ def archive_import_starter(
     _archive_call(db, run_dir, add, write=True)
 
 
-_ImportFormat = Enum("_ImportFormat", {"spade": "spade"}, type=str)
+_ImportFormat = Enum("_ImportFormat", {"spade": "spade", "harbor": "harbor"}, type=str)
 
 
 @archive_app.command("import")
 def archive_import(
     folder: Path = typer.Argument(..., help="The reference's games folder (game_*.py, searched "
-                                  "recursively, and its env_memory.json)."),
+                                  "recursively, and its env_memory.json), or a folder of Harbor "
+                                  "tasks."),
     fmt: _ImportFormat = typer.Option(..., "--format", help="spade: the SPADE reference "
-                                      "implementation's game_*.py modules and env_memory.json."),
+                                      "implementation's game_*.py modules and env_memory.json; "
+                                      "harbor: Harbor task folders (task.toml) whose "
+                                      "environment/ holds the environment as a Python module."),
     memory: Path = typer.Option(None, "--memory", help="Its env_memory.json when it is not in "
                                 "FOLDER."),
     max_turns: int = typer.Option(None, "--max-turns", min=1, help="The turn limit they will be "
@@ -142,7 +174,7 @@ def archive_import(
                                   "preset's [play] max_turns)."),
     db: str = _DB, run_dir: str = _RUN_DIR,
 ) -> None:
-    """Import a pool of generated games: each one adapted to spadework's contract and checked
+    """Import a pool of generated environments: each one adapted to spadework's contract and checked
     in the sandbox, archived accepted or rejected with its reason (creates the archive; never
     changes what it already holds). Prints one line per game and a summary."""
     import importlib.util
@@ -153,7 +185,7 @@ def archive_import(
     from spadework.sandbox import Limits, Sandbox
 
     if not folder.is_dir():  # before the archive is opened (and perhaps created)
-        typer.echo(f"error: {folder} is not a folder; give the reference's games folder", err=True)
+        typer.echo(f"error: {folder} is not a folder; give the folder to import", err=True)
         raise typer.Exit(1)
 
     def run(a) -> None:
@@ -164,6 +196,15 @@ def archive_import(
                    f"max_turns={turns}" + ("" if mv else " (math_verify is not installed: games "
                                            "that import it are rejected)"))
         with Sandbox(Limits(math_verify=mv)) as sb:
+            if fmt.value == "harbor":
+                from spadework.archive.harbor import import_harbor
+
+                done = import_harbor(a, folder, sandbox=sb, config=config,
+                                     progress=lambda o: typer.echo(format_outcome(o)))
+                typer.echo(f"accepted {sum(o.status == 'accepted' for o in done)}, rejected "
+                           f"{sum(o.status == 'rejected' for o in done)}, already in the archive "
+                           f"{sum(o.status == 'present' for o in done)}")
+                return
             s = import_spade(a, folder, sandbox=sb, config=config, memory=memory,
                              progress=lambda o: typer.echo(format_outcome(o)))
         by_stage: dict[str, int] = {}

@@ -28,7 +28,8 @@ class Resolved:
     imports: frozenset[str] = frozenset()
 
 
-def _imports(code: str) -> frozenset[str]:
+def imports_of(code: str) -> frozenset[str]:
+    """The top-level modules ``code`` imports."""
     import ast
 
     names: set[str] = set()
@@ -54,7 +55,7 @@ def _from_file(path: Path) -> Resolved:
     except ContractError as e:
         raise ContractError(f"{path}: {e.reason} (`spadework check {path}` says more)") from e
     env = EnvSource(code=code, class_name=info.class_name, setting=info.setting, name=path.stem)
-    return Resolved(env, "file", None, _imports(code))
+    return Resolved(env, "file", None, imports_of(code))
 
 
 def _from_archive(path: Path, env_id: str, allow_rejected: bool) -> Resolved:
@@ -70,7 +71,7 @@ def _from_archive(path: Path, env_id: str, allow_rejected: bool) -> Resolved:
                           "play it anyway")
     env = rec.source
     turns = rec.report.max_turns if rec.report is not None else None
-    return Resolved(env, "archive", turns, _imports(rec.code))
+    return Resolved(env, "archive", turns, imports_of(rec.code))
 
 
 def resolve(source: str | Path | EnvSource, env_id: str | None = None, *,
@@ -92,7 +93,7 @@ def resolve(source: str | Path | EnvSource, env_id: str | None = None, *,
     spadework.errors.ConfigError: no starter environment named 'no_such_game'; known: cipher_machine, coin_balance, countdown, delivery_route, garden_trial, knapsack, light_switches, mastermind, maze, nim, sequence, sliding_puzzle, tool_calendar, tool_files, tool_inventory, tool_ledger, tool_shipping, tool_travel (or give a .py file, or an archive with env_id=)
     """
     if isinstance(source, EnvSource):
-        return Resolved(source, "file", None, _imports(source.code))
+        return Resolved(source, "file", None, imports_of(source.code))
     if env_id is not None:
         return _from_archive(Path(source), env_id, allow_rejected)
     if not isinstance(source, (str, Path)):
@@ -112,4 +113,4 @@ def resolve(source: str | Path | EnvSource, env_id: str | None = None, *,
         env = starter_env(str(source))
     except ConfigError as e:
         raise ConfigError(f"{e.reason} (or give a .py file, or an archive with env_id=)") from e
-    return Resolved(env, "starter", None, _imports(env.code))
+    return Resolved(env, "starter", None, imports_of(env.code))
