@@ -22,8 +22,9 @@ test: setup
 test-slow: setup
 	.venv/bin/python -m pytest -q -m slow
 
-# The MCP and OpenEnv servers against the real packages, in their own venv (about 2 minutes to
-# set up the first time, 1 to run).
+# The MCP, OpenEnv, verifiers and Harbor integrations against the real packages, in their own
+# venvs (.venv-interop; .venv-harbor on Python 3.12): about 3 minutes to set up the first time,
+# 1.5 to run. The verifiers test samples from `spadework serve` in .venv (run `make setup` first).
 test-interop:
 	@bash scripts/setup-interop.sh
 	.venv-interop/bin/python -m pytest -q tests/test_integrations.py spadework/integrations

@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib.util
 
 _EXTRAS = {"spadework/integrations/mcp_server.py": "mcp",
-           "spadework/integrations/openenv_server.py": "openenv"}
+           "spadework/integrations/openenv_server.py": "openenv",
+           "spadework/integrations/verifiers.py": "verifiers"}
 
 collect_ignore = [path for path, package in _EXTRAS.items()
                   if importlib.util.find_spec(package) is None]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Idempotent: .venv-interop, spadework's core (no torch, no models) with the [mcp] and [openenv]
-# extras, for `make test-interop` (apart from .venv because OpenEnv's gradio cannot share its
-# pins); and .venv-harbor, Harbor itself, whose loader reads the exported tasks (Harbor needs
+# Idempotent: .venv-interop, spadework's core (no torch, no models) with the [mcp], [openenv] and
+# [verifiers] extras, for `make test-interop` (apart from .venv, whose pins they cannot share:
+# gradio wants pillow<13, verifiers openai<3); and .venv-harbor, Harbor itself, whose loader reads the exported tasks (Harbor needs
 # Python >= 3.12: built when such an interpreter is found, else that one test skips and says so).
 # Each re-runs only when its pins changed since its last setup.
 set -euo pipefail
@@ -11,10 +11,10 @@ stamp=.venv-interop/.setup-stamp
 want=$(cat pyproject.toml constraints-interop.txt | sha256sum | cut -d' ' -f1)
 if ! { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; }; then
   [ -x .venv-interop/bin/python ] || "$PY" -m venv .venv-interop
-  .venv-interop/bin/python -m pip install -q -c constraints-interop.txt -e ".[mcp,openenv]" \
+  .venv-interop/bin/python -m pip install -q -c constraints-interop.txt -e ".[mcp,openenv,verifiers]" \
     pytest pytest-timeout
   echo "$want" > "$stamp"
-  echo "setup-interop: .venv-interop ready ($(.venv-interop/bin/python -c 'import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("mcp", "openenv-core")))'))"
+  echo "setup-interop: .venv-interop ready ($(.venv-interop/bin/python -c 'import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("mcp", "openenv-core", "verifiers")))'))"
 fi
 
 py312=""

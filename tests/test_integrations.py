@@ -448,3 +448,91 @@ def test_harbor_import_reads_exported_and_reef_style_tasks(harbor_tasks, archive
     assert all(o.status == "present" for o in again)
     with Archive.open_read_only(db) as a:
         assert {i.format for r in a.list_envs() for i in a.imports(r.env_id)} == {"harbor"}
+
+
+# ---------------------------------------------------------------------------------- verifiers
+
+
+@pytest.fixture(scope="module")
+def model_server():
+    """``spadework serve`` with the default 135M model, run from the main venv (the model stack
+    lives there; the verifiers extra is tested from .venv-interop)."""
+    main = ROOT / ".venv" / "bin" / "spadework"
+    if not main.exists():
+        pytest.skip("no .venv with the models extra to run `spadework serve` (make setup)")
+    port = _free_port()
+    proc = subprocess.Popen([str(main), "serve", "--model", "smollm2-135m-instruct", "--port",
+                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    import urllib.request
+
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.skip(f"`spadework serve` did not start: {proc.stderr.read()[-500:]}")
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_verifiers_evaluates_archived_environments_and_rewards_match_the_archive_replay(
+        archive, model_server, tmp_path):
+    pytest.importorskip("verifiers.v1")
+    from verifiers.v1.cli.eval.runner import run_eval
+    from verifiers.v1.configs.cli.eval import EvalConfig
+
+    from spadework.integrations.verifiers import TASKSET_ID, load_environment
+
+    maze, calendar = env_id(archive, "MazeEnv"), env_id(archive, "CalendarEnv")
+    chosen = {"env_ids": [maze[:8], calendar[:8]]}
+    env = load_environment(archive, chosen, seeds=(3,), max_turns=3)
+    assert type(env).__name__ == "SpadeworkEnv"
+    config = EvalConfig(
+        env={"taskset": {"id": TASKSET_ID, "archive": str(archive), "seeds": [3],
+                         "max_turns": 3, **chosen}},
+        model="smollm2-135m-instruct", sampling={"max_tokens": 32, "temperature": 0.0},
+        client={"type": "eval", "base_url": model_server, "api_key_var": "OPENAI_API_KEY"},
+        select={"limit": 2}, num_rollouts=1, max_concurrent=2, rich=None, push=False,
+        output_dir=tmp_path, run={"name": "spadework", "dir": "spadework"})
+    os.environ.setdefault("OPENAI_API_KEY", "unused")
+    episodes = asyncio.run(run_eval(config))
+    traces = [t for e in episodes for t in e.traces]
+    assert sorted(t.task.data.class_name for t in traces) == ["CalendarEnv", "MazeEnv"]
+    for t in traces:
+        assert t.ok and not t.errors, t.errors
+        replies = [n.message.content for n in t.nodes if n.message.role == "assistant"]
+        assert 1 <= len(replies) <= 3
+        d = t.task.data
+        with HostedEnv(archive, d.env_id, level=d.level, max_turns=3) as h:
+            h.reset(d.seed)
+            replay = []
+            for r in replies:
+                turn = h.step(r)
+                replay.append(turn.reward)
+                if turn.done:
+                    break
+        assert t.info["step_rewards"] == replay
+        assert t.reward == pytest.approx(sum(replay)) == t.rewards["env_reward"].score
+    saved = (tmp_path / "spadework" / "traces.jsonl").read_text().splitlines()
+    assert len(saved) == 2  # verifiers' own record of the run
+
+
+def test_verifiers_filters_refuse_what_matches_nothing(archive):
+    pytest.importorskip("verifiers.v1")
+    from spadework.integrations.verifiers import load_environment
+
+    with pytest.raises(ConfigError, match="filter keys are"):
+        load_environment(archive, {"colour": "red"})
+    env = load_environment(archive, {"band": (0.2, 0.8)})  # nothing has been played yet
+    with pytest.raises(ConfigError, match="no environments in"):
+        list(env.taskset.load())

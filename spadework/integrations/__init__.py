@@ -8,7 +8,11 @@ sandbox, the level and seed carried through.
 - :mod:`~spadework.integrations.mcp_server`: a tool-use environment's tools over MCP (the ``mcp``
   extra; ``spadework mcp``);
 - :mod:`~spadework.integrations.openenv_server`: an OpenEnv server (the ``openenv`` extra;
-  ``spadework openenv serve``).
+  ``spadework openenv serve``);
+- :mod:`~spadework.integrations.verifiers`: a verifiers environment over an archive's
+  environments (the ``verifiers`` extra; ``load_environment``).
+
+Harbor tasks are files, written and read by :mod:`spadework.archive.harbor`.
 
 Nothing here imports an optional package on import; each module that needs one raises a
 :class:`~spadework.errors.ConfigError` naming the extra to install.
