@@ -19,7 +19,7 @@ fi
 
 py312=""
 for c in python3.12 python3.13 "${HOME}"/.pyenv/versions/3.1[23]*/bin/python3; do
-  if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+  if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
     py312=$c; break
   fi
 done

@@ -23,7 +23,6 @@ from spadework.env.probe import solution_actions
 from spadework.env.toolenv import parse_answer, parse_tool_calls
 from spadework.errors import ConfigError
 from spadework.integrations.hosted import HostedEnv
-from spadework.library import check_sources, starter_env
 from spadework.sandbox import Limits, Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,9 +63,21 @@ class HostileToolsEnv(ToolEnv):
 
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory) -> Path:
-    """A run's archive as a run starts it (starters checked and imported), plus the hostile
-    tool environment, accepted by the checker, and a rejected module that fails at reset."""
-    db = tmp_path_factory.mktemp("run") / "archive.sqlite"
+    """A fresh run's archive: ``spadework run --preset smoke --no-train`` with the scripted policy
+    of the resume tests (the starters checked and imported, one designed environment accepted,
+    two iterations played; about 25 s), plus the hostile tool environment, accepted by the
+    checker, and a rejected module that fails at reset."""
+    run_dir = tmp_path_factory.mktemp("run")
+    tests = ROOT / "tests"
+    done = subprocess.run(
+        [*SPADEWORK, "run", "--preset", "smoke", "--no-train", "--config",
+         str(tests / "fixtures" / "smoke_whole_designs.toml"), "--run-dir", str(run_dir),
+         "--policy", "scripted_policy:slow_policy_factory", "--iterations", "2"],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "OMP_NUM_THREADS": "1",
+             "PYTHONPATH": os.pathsep.join([str(tests), str(ROOT)])})
+    assert done.returncode == 0, done.stderr[-3000:]
+    db = run_dir / "archive.sqlite"
     with Sandbox(Limits()) as sb:
         hostile = check(HOSTILE_TOOLS, sandbox=sb, config=CheckConfig(max_turns=6), module=True)
     assert hostile.ok, hostile.reason
@@ -74,11 +85,8 @@ def archive(tmp_path_factory) -> Path:
     with Sandbox(Limits()) as sb:
         bad = check(broken, sandbox=sb, config=CheckConfig(max_turns=6), module=True)
     assert not bad.ok
-    with Sandbox(Limits()) as sb:
-        starters = check_sources([starter_env("maze"), starter_env("tool_calendar")], sb,
-                                 CheckConfig(max_turns=20))
     with Archive.open(db) as a:
-        a.import_starter(starters)
+        assert any(r.iteration == 0 and r.status == "accepted" for r in a.list_envs())
         a.add_env(EnvRecord.from_check(HOSTILE_TOOLS, hostile, iteration=1, setting="tool-use",
                                        skill=None))
         a.add_env(EnvRecord.from_check(broken, bad, iteration=1, setting="games", skill=None))
@@ -94,10 +102,11 @@ def env_id(db: Path, class_name: str | None, status: str | None = None) -> str:
     return ids[0]
 
 
-def replayed(db: Path, env: str, seed: int, level: int = 1) -> tuple[list[str], float, str]:
+def replayed(db: Path, env: str, seed: int, level: int = 1,
+             max_turns: int | None = None) -> tuple[list[str], float, str]:
     """The environment's solution for ``seed`` replayed straight in the sandbox: the replies,
     the total reward and the first observation (what a served episode must reproduce)."""
-    with HostedEnv(db, env, level=level) as h:
+    with HostedEnv(db, env, level=level, max_turns=max_turns) as h:
         first, _ = h.reset(seed)
         replies = [str(r) for r in solution_actions(h.solution())]
         total = 0.0
@@ -137,7 +146,7 @@ def _state(result) -> dict:
 def test_mcp_serves_a_tool_environment_and_its_reward_matches_the_archive_replay(archive):
     pytest.importorskip("mcp")
     env = env_id(archive, "CalendarEnv")
-    replies, total, _ = replayed(archive, env, seed=5)
+    replies, total, _ = replayed(archive, env, seed=5, max_turns=20)
     assert total == 1.0
 
     async def play(session, init):
@@ -156,8 +165,8 @@ def test_mcp_serves_a_tool_environment_and_its_reward_matches_the_archive_replay
         state = _state(await session.read_resource("spadework://episode"))
         return names, results, after, state
 
-    names, results, after, state = _mcp_session([str(archive), "--env", env[:10], "--seed", "5"],
-                                                play)
+    names, results, after, state = _mcp_session([str(archive), "--env", env[:10], "--seed", "5",
+                                                 "--max-turns", "20"], play)
     assert "submit_answer" in names and "cancel_event" in names
     assert all(not r.is_error for r in results)
     assert results[-1].structured_content["reward"] == 1.0
@@ -342,8 +351,10 @@ def _run_task(task: Path, tmp: Path, solve: bool = True, log: list[str] | None =
 @pytest.fixture(scope="module")
 def harbor_tasks(archive, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("harbor") / "tasks"
+    chosen = [env_id(archive, c)[:10] for c in ("MazeEnv", "CalendarEnv", "HostileToolsEnv")]
     code = subprocess.run([*SPADEWORK, "archive", "export", "--db", str(archive), "--format",
-                           "harbor", str(out), "--seed", "3", "--seed", "4"],
+                           "harbor", str(out), "--seed", "3", "--seed", "4",
+                           *[a for e in chosen for a in ("--env", e)]],
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert code.returncode == 0, code.stderr
@@ -421,7 +432,7 @@ def test_harbor_import_reads_exported_and_reef_style_tasks(harbor_tasks, archive
     (reef / "maze-task" / "task.toml").write_text('schema_version = "1.4"\n[metadata]\n'
                                                   'skill = "navigation"\n')
     (reef / "maze-task" / "environment" / "game.py").write_text(
-        (ROOT / "tests" / "fixtures" / "envs" / "good" / "arithmetic_chain.py").read_text())
+        (ROOT / "tests" / "fixtures" / "envs" / "good" / "combination_lock.py").read_text())
     (reef / "broken-task" / "environment").mkdir(parents=True)
     (reef / "broken-task" / "task.toml").write_text('schema_version = "1.4"\n')
     (reef / "broken-task" / "environment" / "Dockerfile").write_text("FROM python:3.11\n")
@@ -438,9 +449,8 @@ def test_harbor_import_reads_exported_and_reef_style_tasks(harbor_tasks, archive
                           config=config)
     # six tasks of three environments: each environment once, its other seed already present
     assert sorted(o.status for o in exported) == ["accepted"] * 3 + ["present"] * 3
-    with Archive.open_read_only(archive) as original:
-        assert {o.env_id for o in exported} == {r.env_id for r in original.list_envs(
-            status="accepted")}
+    assert {o.env_id for o in exported} == {
+        env_id(archive, c) for c in ("MazeEnv", "CalendarEnv", "HostileToolsEnv")}
     by = {o.source: o for o in others}
     assert by["maze-task"].status == "accepted" and by["maze-task"].skill == "navigation"
     assert by["broken-task"].status == "rejected" and "no Python module" in by["broken-task"].reason
@@ -533,6 +543,12 @@ def test_verifiers_filters_refuse_what_matches_nothing(archive):
 
     with pytest.raises(ConfigError, match="filter keys are"):
         load_environment(archive, {"colour": "red"})
-    env = load_environment(archive, {"band": (0.2, 0.8)})  # nothing has been played yet
+    env = load_environment(archive, {"band": (0.2, 0.8)})  # the scripted agent won nothing
     with pytest.raises(ConfigError, match="no environments in"):
         list(env.taskset.load())
+    played = load_environment(archive, {"band": (0.0, 0.0)}, seeds=(1, 2))
+    tasks = list(played.taskset.load())
+    with Archive.open_read_only(archive) as a:
+        expected = {r.env_id for r in a.list_envs() if a.env_stats(r.env_id) is not None}
+    assert expected and {t.data.env_id for t in tasks} == expected
+    assert len(tasks) == 2 * len(expected) and {t.data.seed for t in tasks} == {1, 2}
