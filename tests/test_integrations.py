@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -227,36 +229,43 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextmanager
+def _serving(cmd: list[str], probe: str, env: dict, seconds: float = 180) -> Iterator[None]:
+    """Run a server command until the block ends; fail when ``probe`` does not answer in time."""
+    import urllib.request
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(probe, timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    proc.kill()
+                    pytest.fail(f"{cmd[:4]} did not start: {proc.stderr.read()[-2000:]}")
+                time.sleep(0.3)
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 @pytest.fixture(scope="module")
 def openenv_server(archive):
     """``spadework openenv serve`` on the archive's maze, in its own process."""
     pytest.importorskip("openenv")
     port = _free_port()
     env = env_id(archive, "MazeEnv")
-    proc = subprocess.Popen([*SPADEWORK, "openenv", "serve", str(archive), "--env", env[:10],
-                             "--port", str(port)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
-    import urllib.request
-
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"the server did not start: {proc.stderr.read()}")
-            time.sleep(0.3)
-    yield url, env
-    proc.terminate()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with _serving([*SPADEWORK, "openenv", "serve", str(archive), "--env", env[:10], "--port",
+                   str(port)], f"{url}/health", {**os.environ, "PYTHONPATH": str(ROOT)}):
+        yield url, env
 
 
 def test_openenv_client_plays_an_archived_game_to_a_win_with_its_solution(openenv_server, archive):
@@ -471,28 +480,10 @@ def model_server():
     if not main.exists():
         pytest.skip("no .venv with the models extra to run `spadework serve` (make setup)")
     port = _free_port()
-    proc = subprocess.Popen([str(main), "serve", "--model", "smollm2-135m-instruct", "--port",
-                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    import urllib.request
-
     url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=2):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.skip(f"`spadework serve` did not start: {proc.stderr.read()[-500:]}")
-            time.sleep(0.5)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with _serving([str(main), "serve", "--model", "smollm2-135m-instruct", "--port", str(port)],
+                  f"{url}/models", {**os.environ, "OMP_NUM_THREADS": "1"}):
+        yield url
 
 
 def test_verifiers_evaluates_archived_environments_and_rewards_match_the_archive_replay(
