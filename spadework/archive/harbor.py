@@ -50,11 +50,11 @@ from typing import Any
 from spadework.archive.records import EnvRecord, ImportRecord
 from spadework.archive.spade_import import GameOutcome
 from spadework.errors import ConfigError, ContractError, EnvError
-from spadework.integrations.source import imports_of
+from spadework.integrations.source import imports_of, play_settings
 from spadework.types import env_id_of
 
 FILES = Path(__file__).resolve().parent / "harbor_files"
-_KITS = {"gameenv": "gameenv", "toolenv": "toolenv"}
+_KITS = frozenset({"gameenv", "toolenv"})  # the base-class kits, copied where code imports them
 #: Packages a task's image installs when the code imports them (the versions spadework pins).
 _PIP = {"numpy": "numpy==2.4.6", "math_verify": "math-verify==0.9.0"}
 _OWN = {"runner.py", "play.py", "verify.py"}
@@ -121,8 +121,8 @@ def _write_code(folder: Path, code: str, imports: frozenset[str], spec: dict[str
 
     folder.mkdir(parents=True)
     (folder / "env.py").write_text(code, encoding="utf-8")
-    for kit in sorted(_KITS.keys() & imports):
-        src = Path(env_pkg.__file__).resolve().parent / _KITS[kit]
+    for kit in sorted(_KITS & imports):
+        src = Path(env_pkg.__file__).resolve().parent / kit
         shutil.copytree(src, folder / kit, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "episode.json").write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
     shutil.copy(FILES / "runner.py", folder / "runner.py")
@@ -137,10 +137,9 @@ def _made(rec: EnvRecord, seed: int, level: int, max_turns: int, sandbox: Any) -
     with HostedEnv(rec.source, level=level, max_turns=max_turns, sandbox=sandbox) as h:
         first, _ = h.reset(seed)
         replies = [str(r) for r in solution_actions(h.solution())]
-        total, turn = 0.0, None
+        turn = None
         for reply in replies:
             turn = h.step(reply)
-            total += turn.reward
             if turn.done:
                 break
     if turn is None or not turn.terminated or turn.reward < 1.0:
@@ -170,9 +169,7 @@ def export_harbor(archive: Any, out: str | Path, *, sandbox: Any, seeds: tuple[i
     out.mkdir(parents=True, exist_ok=True)
     tasks, skipped = [], []
     for rec in records:
-        turns = (rec.report.max_turns if rec.report is not None else None) or 10
-        declared = (rec.report.levels if rec.report is not None else None) or 1
-        lvl = min(level if level is not None else levels_now.get(rec.env_id, 1), declared)
+        turns, declared, lvl = play_settings(rec, levels_now, level)
         stats = archive.env_stats(rec.env_id)
         imports = imports_of(rec.code)
         for seed in seeds:
@@ -245,9 +242,7 @@ def import_harbor(archive: Any, folder: str | Path, *, sandbox: Any, config: Any
     """Import the environment of every Harbor task under ``folder`` (see the module docstring),
     checked in ``sandbox`` under ``config``; ``progress`` gets each outcome as it is decided.
     Raises ConfigError when ``folder`` holds no task."""
-    from spadework.env.checker import check
     from spadework.env.novelty import NoveltyIndex
-    from spadework.env.static import check_static
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -258,14 +253,18 @@ def import_harbor(archive: Any, folder: str | Path, *, sandbox: Any, config: Any
     index = NoveltyIndex(archive.env_codes(), k=config.shingle_size)
     outcomes = []
     for task in tasks:
-        outcome = _import_one(archive, task, folder, sandbox, config, index, check, check_static)
+        outcome = _import_one(archive, task, folder, sandbox, config, index)
         outcomes.append(outcome)
         if progress is not None:
             progress(outcome)
     return outcomes
 
 
-def _import_one(archive, task, folder, sandbox, config, index, check, check_static) -> GameOutcome:
+def _import_one(archive: Any, task: Path, folder: Path, sandbox: Any, config: Any,
+                index: Any) -> GameOutcome:
+    from spadework.env.checker import check
+    from spadework.env.static import check_static
+
     name = str(task.relative_to(folder)) if task != folder else task.name
     try:
         meta = tomllib.loads((task / "task.toml").read_text(encoding="utf-8")).get("metadata", {})

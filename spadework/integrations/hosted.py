@@ -87,7 +87,7 @@ class HostedEnv:
         self._handle = None
         self._fresh = False  # the handle holds an instance no episode has used yet
         self._owned = sandbox is None
-        self._sandbox = sandbox if sandbox is not None else _start_sandbox(limits, found.imports)
+        self._sandbox = sandbox if sandbox is not None else start_sandbox(limits, found.imports)
         try:
             self._handle = self._load(level=1)  # reads LEVELS before the level is asked for
             self.levels = self._levels()
@@ -216,7 +216,9 @@ class HostedEnv:
         return levels
 
 
-def _start_sandbox(limits: Any, imports: frozenset[str]):
+def start_sandbox(limits: Any, imports: frozenset[str]):
+    """A started fork server for code with these imports (math_verify preloaded when needed),
+    with ``limits`` or the default ones."""
     from spadework.sandbox import Limits, Sandbox
 
     if limits is None:

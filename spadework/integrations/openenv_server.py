@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError, ContractError, EnvError
-from spadework.integrations.hosted import DEFAULT_MAX_TURNS, HostedEnv, _start_sandbox
+from spadework.integrations.hosted import DEFAULT_MAX_TURNS, HostedEnv, start_sandbox
 from spadework.integrations.source import resolve
 
 try:
@@ -149,7 +149,7 @@ class _Served:
         self.source = found.env
         self.level, self.seed = level, seed
         self.max_turns = max_turns or found.max_turns or DEFAULT_MAX_TURNS
-        self.sandbox = _start_sandbox(None, found.imports)
+        self.sandbox = start_sandbox(None, found.imports)
         try:  # the first load says at once whether the code loads and the level exists
             self.host(level).close()
         except BaseException:

@@ -1,4 +1,5 @@
-"""Where a Gymnasium environment's code comes from: a starter name, a module file, an archive.
+"""Where a hosted environment's code comes from (for spadework.gym and every integration): a
+starter name, a module file, an archive.
 
 Nothing here runs environment code: files are read as text and described from their syntax
 tree (the static stage of the checker), archived code is read from the archive opened
@@ -72,6 +73,18 @@ def _from_archive(path: Path, env_id: str, allow_rejected: bool) -> Resolved:
     env = rec.source
     turns = rec.report.max_turns if rec.report is not None else None
     return Resolved(env, "archive", turns, imports_of(rec.code))
+
+
+def play_settings(rec, current_levels: dict[str, int], level: int | None = None,
+                  max_turns: int | None = None) -> tuple[int, int, int]:
+    """(turn limit, declared levels, level played) of an archived environment ``rec``: the turn
+    limit its check passed under unless ``max_turns`` is given (10 when it has no report), and
+    ``level`` (default: the level it plays next, from ``current_levels``) capped at its LEVELS."""
+    report = rec.report
+    turns = max_turns or (report.max_turns if report is not None else None) or 10
+    declared = (report.levels if report is not None else None) or 1
+    played = level if level is not None else current_levels.get(rec.env_id, 1)
+    return turns, declared, min(played, declared)
 
 
 def resolve(source: str | Path | EnvSource, env_id: str | None = None, *,

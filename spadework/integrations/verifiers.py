@@ -31,6 +31,7 @@ from typing import Any
 
 from spadework.errors import ConfigError, ContractError, EnvError
 from spadework.integrations.hosted import HostedEnv
+from spadework.integrations.source import play_settings
 from spadework.play_messages import first_message
 
 try:
@@ -117,9 +118,7 @@ def choose(cfg: SpadeworkTasksetConfig) -> list[SpadeworkData]:
         levels = a.current_levels()
     rows = []
     for r in recs:
-        declared = (r.report.levels if r.report is not None else None) or 1
-        turns = cfg.max_turns or (r.report.max_turns if r.report is not None else None) or 10
-        level = min(cfg.level if cfg.level is not None else levels.get(r.env_id, 1), declared)
+        turns, _, level = play_settings(r, levels, cfg.level, cfg.max_turns)
         rows += [SpadeworkData(id=f"{r.env_id[:12]}-l{level}-s{seed}", prompt=None,
                                archive=str(path), env_id=r.env_id, class_name=r.class_name or "",
                                setting=r.setting, seed=seed, level=level, max_turns=turns)

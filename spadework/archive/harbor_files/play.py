@@ -34,11 +34,10 @@ def main() -> int:
         return 0
     reply = " ".join(args) if args else sys.stdin.read()
     replies = logged()
-    before = play(HERE, replies)
-    if before["done"]:
+    state = play(HERE, [*replies, reply])  # stops where the episode ends
+    if state["played"] <= len(replies):
         print("The episode is over; nothing more is played.")
         return 1
-    state = play(HERE, [*replies, reply])
     with LOG.open("a", encoding="utf-8") as f:
         f.write(json.dumps({"reply": reply}) + "\n")
     print(state["obs"])
