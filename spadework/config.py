@@ -22,27 +22,40 @@ from spadework.settings.run import RunConfig, is_endpoint
 __all__ = ["PRESETS", "RunConfig", "is_endpoint", "load_config", "override", "preset"]
 
 
-def preset(name: str) -> RunConfig:
-    """A named preset: ``smoke``, ``cpu`` (the default), ``cpu-qwen``, ``paper-4b``, ``paper-30b``.
-    Each is a TOML file shipped in ``spadework/presets/`` (with why it is shaped so, in its
-    comments), read as a ``--config`` file is, over the defaults of :class:`RunConfig`.
+def preset(name: str, _seen: tuple[str, ...] = ()) -> RunConfig:
+    """A named preset: ``smoke``, ``cpu`` (the default), ``cpu-qwen``, ``cpu-qwen-tools``,
+    ``paper-4b``, ``paper-30b``. Each is a TOML file shipped in ``spadework/presets/`` (with why
+    it is shaped so, in its comments), read as a ``--config`` file is: over the defaults of
+    :class:`RunConfig`, or over another preset when the file names one (``preset = "cpu-qwen"``),
+    so that a variant states only what it changes.
 
     >>> preset("smoke").iterations, preset("paper-4b").play.max_turns
     (2, 25)
+    >>> tools = preset("cpu-qwen-tools")
+    >>> tools.preset, tools.setting, tools.model == preset("cpu-qwen").model
+    ('cpu-qwen-tools', 'tool-use', True)
     """
     import tomllib
     from importlib import resources
 
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    where = f"preset {name} (spadework/presets/{name}.toml)"
+    if name in _seen:
+        raise ConfigError(f"{where}: presets name each other in a circle: {' -> '.join((*_seen, name))}")
     text = resources.files("spadework").joinpath("presets", f"{name}.toml").read_text(encoding="utf-8")
     try:
-        return override(dataclasses.replace(RunConfig(), preset=name), tomllib.loads(text))
+        values = tomllib.loads(text)
+        parent = values.get("preset")
+        if parent is not None and (not isinstance(parent, str) or parent not in PRESETS):
+            raise ConfigError(f"preset must name one of {', '.join(PRESETS)}, got {parent!r}")
+        base = preset(parent, (*_seen, name)) if parent else RunConfig()
+        return override(dataclasses.replace(base, preset=name), values)
     except ConfigError as e:  # a broken install or an edited preset file
-        raise ConfigError(f"preset {name} (spadework/presets/{name}.toml): {e.reason}") from e
+        raise ConfigError(e.reason if e.reason.startswith("preset ") else f"{where}: {e.reason}") from e
 
 
-PRESETS = ("smoke", "cpu", "cpu-qwen", "paper-4b", "paper-30b")
+PRESETS = ("smoke", "cpu", "cpu-qwen", "cpu-qwen-tools", "paper-4b", "paper-30b")
 _SECTIONS = ("design", "play", "reward", "curriculum", "learner", "eval", "log", "ray")
 
 

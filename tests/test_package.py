@@ -124,5 +124,16 @@ def test_every_preset_is_a_shipped_toml_file() -> None:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert "presets/*.toml" in data["spadework"]
     for name in PRESETS:
-        assert "preset" not in tomllib.loads((folder / f"{name}.toml").read_text())
+        parent = tomllib.loads((folder / f"{name}.toml").read_text()).get("preset")
+        assert parent is None or parent in PRESETS  # a variant states what it changes
         assert preset(name).preset == name
+
+
+def test_a_preset_over_another_changes_only_what_it_states() -> None:
+    from spadework.config import preset
+
+    base, tools = preset("cpu-qwen"), preset("cpu-qwen-tools")
+    assert (tools.setting, tools.play.max_turns, tools.curriculum.pool_size) == ("tool-use", 8, 4)
+    assert (tools.model, tools.designer_model, tools.learner, tools.reward) == \
+        (base.model, base.designer_model, base.learner, base.reward)
+    assert tools.play.max_tokens == base.play.max_tokens and tools.design.examples == base.design.examples
