@@ -51,7 +51,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="cpu-qwen")
     ap.add_argument("--plays", type=int, default=10)
-    ap.add_argument("--only", default="", help="comma-separated starter names (default: every games starter)")
+    ap.add_argument("--only", default="", help="comma-separated starter names (default: every starter of the preset's setting)")
     ap.add_argument("--levels", default="", help="comma-separated levels to play (default: every level)")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the preset's)")
     ap.add_argument("--seed", type=int, default=7)
@@ -77,7 +77,7 @@ def main() -> None:
 
         sources = extra_sources(args.modules)
     else:
-        sources = starter_envs("games")
+        sources = starter_envs(cfg.setting)
     starters = [s for s in sources if not wanted or s.name in wanted]
     t0 = time.time()
     policy = load_policy("llamacpp", cfg.role_model("agent"), max_batch_size=cfg.policy_batch,

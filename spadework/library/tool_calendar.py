@@ -31,6 +31,8 @@ DAYS, FIRST, LAST = (1, 2, 3), 9, 17
 
 
 class CalendarEnv(ToolEnv):
+    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+
     def declare_tools(self):
         person = {"type": "string", "enum": self.people}
         day = {"type": "integer", "minimum": 1, "maximum": 3}
@@ -107,7 +109,7 @@ class CalendarEnv(ToolEnv):
             f"You manage a team calendar (days 1-3, working hours {FIRST}:00-{LAST}:00). "
             f"People: {names}. Rooms: "
             + ", ".join(f"{r} ({n} seats)" for r, n in _ROOMS.items()) + ".",
-            [Instruction(f"{self.a}'s \"{self.events[self.blocker]['title']}\" on day "
+            self.steps_for_level([Instruction(f"{self.a}'s \"{self.events[self.blocker]['title']}\" on day "
                          f"{self.day} is called off: cancel it.",
                          lambda: self._cancelled() == {self.blocker}),
              Instruction(f"Book a one-hour meeting titled \"Planning\" for {self.a}, {self.b} "
@@ -116,7 +118,7 @@ class CalendarEnv(ToolEnv):
                          "(ties: lowest room id).", self._booked),
              Instruction(f"Add {self.e} to the Planning meeting; if {self.e} has another event "
                          "at that hour, cancel that event first. Then answer with the Planning "
-                         "meeting's event id.", self._joined)])
+                         "meeting's event id.", self._joined)]))
 
     def _add(self, title, attendees, day, hour, length, room):
         event_id = f"EV-{self.next_id}"
@@ -184,17 +186,16 @@ class CalendarEnv(ToolEnv):
     def solution(self):
         lookups = "".join(self.reply_call("list_events", person=p, day=self.day)
                           for p in (self.b, self.c))
-        replies = [self.reply_call("list_events", person=self.a, day=self.day),
-                   self.reply_call("cancel_event", event_id=self.blocker),
-                   lookups + self.reply_call("list_rooms", day=self.day, min_seats=4),
-                   self.reply_call("book_meeting", title="Planning",
-                                   attendees=[self.a, self.b, self.c], day=self.day, hour=self.hour,
-                                   room_id=self.room),
-                   self.reply_call("list_events", person=self.e, day=self.day),
-                   self.reply_call("cancel_event", event_id=self.clash)
-                   + self.reply_call("add_attendee", event_id=f"EV-{self.next_id}", person=self.e),
-                   self.reply_answer(f"EV-{self.next_id}")]
-        return self.fit_turns(replies)
+        steps = [[self.reply_call("list_events", person=self.a, day=self.day),
+                  self.reply_call("cancel_event", event_id=self.blocker)],
+                 [lookups + self.reply_call("list_rooms", day=self.day, min_seats=4),
+                  self.reply_call("book_meeting", title="Planning",
+                                  attendees=[self.a, self.b, self.c], day=self.day, hour=self.hour,
+                                  room_id=self.room)],
+                 [self.reply_call("list_events", person=self.e, day=self.day),
+                  self.reply_call("cancel_event", event_id=self.clash)
+                  + self.reply_call("add_attendee", event_id=f"EV-{self.next_id}", person=self.e)]]
+        return self.solution_for_level(steps, f"EV-{self.next_id}")
 
     # -- tools ------------------------------------------------------------------------------
 

@@ -34,6 +34,8 @@ def _parent(path):
 
 
 class FileSystemEnv(ToolEnv):
+    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+
     def declare_tools(self):
         path = {"type": "string", "description": "absolute path, e.g. /logs/app-1.log"}
         directory = {"type": "string", "enum": _DIRS}
@@ -106,12 +108,12 @@ class FileSystemEnv(ToolEnv):
         self.compressed, self.deleted = [], []
         return self.start(
             f"You are cleaning up a server's disk. Directories: {', '.join(_DIRS)}.",
-            [Instruction(f"Compress every .log file in /logs larger than {self.threshold} KB "
+            self.steps_for_level([Instruction(f"Compress every .log file in /logs larger than {self.threshold} KB "
                          "(leave the smaller ones as they are).", self._compress_done),
              Instruction("Move all the .gz files now in /logs into /archive.", self._move_done),
              Instruction("Delete the largest file left in /logs (ties: the first by name). "
                          "Then answer with the total size of /archive in KB.",
-                         lambda: self.deleted == [self.victim])])
+                         lambda: self.deleted == [self.victim])]))
 
     def _put(self, path, size, rng, owner):
         self.files[path] = {"size": size, "day": rng.randint(1, 90), "owner": owner}
@@ -142,15 +144,14 @@ class FileSystemEnv(ToolEnv):
     def solution(self):
         total = sum(v["size"] for p, v in self.initial.items() if _parent(p) == "/archive")
         total += sum(self._gz_size(p, self.initial[p]["size"]) for p in self.big)
-        replies = [self.reply_call("find_files", directory="/logs", extension=".log",
-                                   min_size_kb=self.threshold),
-                   "".join(self.reply_call("compress", path=p) for p in self.big),
-                   "".join(self.reply_call("move", path=f"{p}.gz", to_directory="/archive")
-                           for p in self.big),
-                   self.reply_call("find_files", directory="/logs"),
-                   self.reply_call("delete", path=self.victim),
-                   self.reply_answer(total)]
-        return self.fit_turns(replies)
+        steps = [[self.reply_call("find_files", directory="/logs", extension=".log",
+                                  min_size_kb=self.threshold),
+                  "".join(self.reply_call("compress", path=p) for p in self.big)],
+                 ["".join(self.reply_call("move", path=f"{p}.gz", to_directory="/archive")
+                          for p in self.big)],
+                 [self.reply_call("find_files", directory="/logs"),
+                  self.reply_call("delete", path=self.victim)]]
+        return self.solution_for_level(steps, total)
 
     # -- tools ------------------------------------------------------------------------------
 

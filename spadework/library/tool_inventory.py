@@ -34,6 +34,8 @@ _SUPPLIERS = {"S1": "Northwind", "S2": "Blue Ridge", "S3": "Copperline", "S4": "
 
 
 class InventoryEnv(ToolEnv):
+    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+
     def declare_tools(self):
         sku = {"type": "string", "description": "product code, e.g. SKU-117"}
         return {
@@ -120,7 +122,7 @@ class InventoryEnv(ToolEnv):
         return self.start(
             f"You run a warehouse with {len(self.products)} products. Suppliers: "
             + ", ".join(f"{k} {v}" for k, v in _SUPPLIERS.items()) + ".",
-            [Instruction(f"A customer returned {self.return_qty} unit(s) of the \"{product}\" in "
+            self.steps_for_level([Instruction(f"A customer returned {self.return_qty} unit(s) of the \"{product}\" in "
                          "sellable condition. Book the return into stock.", self._return_done),
              Instruction(f"Raise a single purchase order with {supplier} for every {self.category} "
                          f"product they supply that is now below its reorder point, ordering "
@@ -128,7 +130,7 @@ class InventoryEnv(ToolEnv):
                          "point.", self._order_done),
              Instruction("Receive that purchase order into stock. Then answer with the total "
                          f"units in stock across all {self.category} products.",
-                         self._received_done)])
+                         self._received_done)]))
 
     def _low(self, sku):
         p = self.products[sku]
@@ -170,16 +172,15 @@ class InventoryEnv(ToolEnv):
         total = sum(max(stock[s], 2 * p["reorder_point"]) if s in items else stock[s]
                     for s, p in self.products.items() if p["category"] == self.category)
         name = self.products[self.returned]["name"]
-        replies = [self.reply_call("search_products", name_contains=name),
-                   self.reply_call("adjust_stock", sku=self.returned, delta=self.return_qty,
-                                   reason="customer return"),
-                   self.reply_call("search_products", category=self.category,
-                                   supplier_id=self.supplier, below_reorder_point=True),
-                   self.reply_call("create_purchase_order", supplier_id=self.supplier,
-                                   items=[{"sku": s, "quantity": q} for s, q in items.items()]),
-                   self.reply_call("receive_purchase_order", po_id=f"PO-{self.next_po}"),
-                   self.reply_answer(total)]
-        return self.fit_turns(replies)
+        steps = [[self.reply_call("search_products", name_contains=name),
+                  self.reply_call("adjust_stock", sku=self.returned, delta=self.return_qty,
+                                  reason="customer return")],
+                 [self.reply_call("search_products", category=self.category,
+                                  supplier_id=self.supplier, below_reorder_point=True),
+                  self.reply_call("create_purchase_order", supplier_id=self.supplier,
+                                  items=[{"sku": s, "quantity": q} for s, q in items.items()])],
+                 [self.reply_call("receive_purchase_order", po_id=f"PO-{self.next_po}")]]
+        return self.solution_for_level(steps, total)
 
     # -- tools ------------------------------------------------------------------------------
 

@@ -36,6 +36,8 @@ def _five_percent(cents):
 
 
 class LedgerEnv(ToolEnv):
+    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+
     def declare_tools(self):
         customer = {"type": "string", "description": "customer id, e.g. C03"}
         return {
@@ -114,14 +116,14 @@ class LedgerEnv(ToolEnv):
         return self.start(
             f"You work in accounts receivable. Today is day {TODAY}. The ledger has "
             f"{len(self.customers)} customers and {len(self.invoices)} invoices.",
-            [Instruction("Find the customer with the most overdue invoices (ties: the lowest "
+            self.steps_for_level([Instruction("Find the customer with the most overdue invoices (ties: the lowest "
                          "customer id) and flag that account for collection.",
                          self._flag_done),
              Instruction(f"Credit {name}'s largest overdue invoice (reason: goodwill).",
                          self._credit_done),
              Instruction(f"Set a late fee on {name}'s account of 5% of the amount still "
                          "overdue after the credit, rounded half up to the cent. Then answer with the "
-                         "account's new outstanding balance.", self._fee_done)])
+                         "account's new outstanding balance.", self._fee_done)]))
 
     def _add_invoice(self, customer_id, amount, due_day, status):
         self.invoices[f"INV-{1001 + len(self.invoices)}"] = {
@@ -175,13 +177,11 @@ class LedgerEnv(ToolEnv):
         pages = -(-len([1 for v in self.invoices.values() if self._is_overdue(v)]) // PAGE)
         listing = "".join(self.reply_call("list_invoices", status="overdue", page=p)
                           for p in range(1, pages + 1))
-        replies = [listing,
-                   self.reply_call("flag_account", customer_id=self.target, flagged=True),
-                   self.reply_call("credit_invoice", invoice_id=self.target_invoice,
-                                   reason="goodwill"),
-                   self.reply_call("set_late_fee", customer_id=self.target, amount=fee / 100),
-                   self.reply_answer(_money(balance))]
-        return self.fit_turns(replies)
+        steps = [[listing, self.reply_call("flag_account", customer_id=self.target, flagged=True)],
+                 [self.reply_call("credit_invoice", invoice_id=self.target_invoice,
+                                  reason="goodwill")],
+                 [self.reply_call("set_late_fee", customer_id=self.target, amount=fee / 100)]]
+        return self.solution_for_level(steps, _money(balance))
 
     @staticmethod
     def _is_overdue(inv):

@@ -32,6 +32,8 @@ _CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 
 class ShippingEnv(ToolEnv):
+    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+
     def declare_tools(self):
         order = {"type": "string", "description": "order id, e.g. ORD-4821"}
         return {
@@ -110,13 +112,13 @@ class ShippingEnv(ToolEnv):
         return self.start(
             f"You handle fulfilment for an online shop with {len(self.orders)} orders. "
             f"Carriers: {', '.join(_CARRIERS)}.",
-            [Instruction(f"{order['customer']} has moved to {self.new_city}: update the delivery "
+            self.steps_for_level([Instruction(f"{order['customer']} has moved to {self.new_city}: update the delivery "
                          "city of their order.",
                          lambda: self.orders[self.target]["city"] == self.new_city),
              Instruction("Buy a label for that order from the cheapest carrier that can deliver "
                          "it to the new city.", self._label_done),
              Instruction("Ship the order with that label. Then answer with its tracking number.",
-                         lambda: self.orders[self.target]["status"] == "shipped")])
+                         lambda: self.orders[self.target]["status"] == "shipped")]))
 
     def _price(self, carrier, order_id, city):
         base, per_kg = self.rates[carrier]
@@ -142,15 +144,14 @@ class ShippingEnv(ToolEnv):
 
     def solution(self):
         t = self.target
-        replies = [self.reply_call("list_orders", status="on_hold"),
-                   self.reply_call("get_order_notes", order_id=t),
-                   self.reply_call("release_hold", order_id=t, code=self.orders[t]["code"])
-                   + self.reply_call("update_address", order_id=t, city=self.new_city),
-                   self.reply_call("get_rates", order_id=t),
-                   self.reply_call("create_label", order_id=t, carrier=self.carrier),
-                   self.reply_call("ship_order", order_id=t, label_id="LBL-1"),
-                   self.reply_answer(f"TRK{self.tracking_base}")]
-        return self.fit_turns(replies)
+        steps = [[self.reply_call("list_orders", status="on_hold"),
+                  self.reply_call("get_order_notes", order_id=t),
+                  self.reply_call("release_hold", order_id=t, code=self.orders[t]["code"])
+                  + self.reply_call("update_address", order_id=t, city=self.new_city)],
+                 [self.reply_call("get_rates", order_id=t),
+                  self.reply_call("create_label", order_id=t, carrier=self.carrier)],
+                 [self.reply_call("ship_order", order_id=t, label_id="LBL-1")]]
+        return self.solution_for_level(steps, f"TRK{self.tracking_base}")
 
     # -- tools ------------------------------------------------------------------------------
 

@@ -32,6 +32,8 @@ def _money(cents):
 
 
 class TravelEnv(ToolEnv):
+    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+
     def declare_tools(self):
         airport = {"type": "string", "enum": _AIRPORTS}
         day = {"type": "integer", "minimum": 1, "maximum": 7}
@@ -108,7 +110,7 @@ class TravelEnv(ToolEnv):
         return self.start(
             f"You are the travel desk. Travellers {a} and {b} fly from {self.origin} to "
             f"{self.dest}.",
-            [Instruction(f"Book the cheapest nonstop flight from {self.origin} to {self.dest} on "
+            self.steps_for_level([Instruction(f"Book the cheapest nonstop flight from {self.origin} to {self.dest} on "
                          f"day {self.day} that has seats for both {a} and {b}, using their "
                          "traveller ids.", self._flight_done),
              Instruction(f"Book one room for both for {self.nights} nights in {self.dest}, "
@@ -117,7 +119,7 @@ class TravelEnv(ToolEnv):
                          self._hotel_done),
              Instruction(f"Apply the company voucher from {a}'s profile to the more expensive "
                          "of the two bookings. Then answer with the trip's total cost.",
-                         self._voucher_done)])
+                         self._voucher_done)]))
 
     def _make_flights(self, rng):
         # prices end in 3 cents, so a two-seat total never equals a whole-euro hotel total
@@ -195,16 +197,15 @@ class TravelEnv(ToolEnv):
         dearest = max(flight_total, hotel_total)
         dearest_id = f"BK-{self.next_booking + (hotel_total > flight_total)}"
         passengers = [{"name": n, "traveller_id": self.travellers[n]["id"]} for n in (a, b)]
-        replies = [self.reply_call("get_traveller", name=a) + self.reply_call("get_traveller", name=b)
-                   + self.reply_call("search_flights", origin=self.origin, destination=self.dest,
-                                     day=self.day, max_stops=0),
-                   self.reply_call("book_flight", flight_id=self.flight, passengers=passengers),
-                   self.reply_call("search_hotels", city=self.dest, max_price=self.budget / 100),
-                   self.reply_call("book_hotel", hotel_id=self.hotel, check_in_day=self.arrival,
-                                   nights=self.nights, guests=2),
-                   self.reply_call("apply_voucher", booking_id=dearest_id, code=self.voucher),
-                   self.reply_answer(_money(flight_total + hotel_total - (dearest + 5) // 10))]
-        return self.fit_turns(replies)
+        steps = [[self.reply_call("get_traveller", name=a) + self.reply_call("get_traveller", name=b)
+                  + self.reply_call("search_flights", origin=self.origin, destination=self.dest,
+                                    day=self.day, max_stops=0),
+                  self.reply_call("book_flight", flight_id=self.flight, passengers=passengers)],
+                 [self.reply_call("search_hotels", city=self.dest, max_price=self.budget / 100),
+                  self.reply_call("book_hotel", hotel_id=self.hotel, check_in_day=self.arrival,
+                                  nights=self.nights, guests=2)],
+                 [self.reply_call("apply_voucher", booking_id=dearest_id, code=self.voucher)]]
+        return self.solution_for_level(steps, _money(flight_total + hotel_total - (dearest + 5) // 10))
 
     # -- tools ------------------------------------------------------------------------------
 

@@ -423,15 +423,18 @@ def test_the_guide_example_is_a_working_environment(monkeypatch):
     code = SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):]
     namespace: dict = {}
     exec(compile(code, "<guide example>", "exec"), namespace)  # our own text
-    env = namespace["PantryEnv"](max_turns=6)
-    for seed in range(5):
-        obs, _ = env.reset(seed=seed)
-        assert "step 1 of 3" in obs and "weather()" in obs
-        replies = env.solution()
-        *_, (obs, reward, terminated, truncated, info) = [env.step(r) for r in replies]
-        assert (reward, terminated) == (1.0, True), obs
-    env.reset(seed=0)
-    assert env.step(env.solution()[-1])[1:3] == (0.0, False)
+    for level in (1, 2, 3):
+        env = namespace["PantryEnv"](max_turns=6, level=level)
+        for seed in range(5):
+            obs, _ = env.reset(seed=seed)
+            assert f"step 1 of {level}" in obs and "weather()" in obs
+            replies = env.solution()
+            assert len(replies) == level + 1 and replies[-1] == ("<answer>done</answer>" if level < 3
+                                                                 else replies[-1])
+            *_, (obs, reward, terminated, truncated, info) = [env.step(r) for r in replies]
+            assert (reward, terminated) == (1.0, True), obs
+        env.reset(seed=0)
+        assert env.step(env.solution()[-1])[1:3] == (0.0, False)
     from spadework.env.static import check_static
 
     assert check_static(code).class_name == "PantryEnv"
@@ -469,3 +472,59 @@ def test_xml_parameter_text_is_kept_where_the_schema_wants_a_string():
     assert env.seen == [("1234", 2)]  # the string as written; the integer as declared
     obs, *_ = env.step('<tool_call>{"name": "tag", "arguments": {"order_id": 7, "count": 1}}</tool_call>')
     assert env.seen == [("1234", 2)] and "must be string" in obs  # JSON says what it means
+
+
+class TwoStepEnv(ToolEnv):
+    """Two steps and a real final answer, with levels."""
+
+    LEVELS = 2
+
+    def declare_tools(self):
+        return {"add": {"description": "Add to the total.", "parameters": {
+            "type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}}}
+
+    def reset(self, seed=None):
+        self.total = 0
+        return self.start("Keep a total.", self.steps_for_level([
+            Instruction("Add 2.", lambda: self.total >= 2),
+            Instruction("Add 3. Then answer with the total.", lambda: self.total >= 5)]))
+
+    def tool_add(self, n):
+        self.total += n
+        return str(self.total)
+
+    def expected_answer(self):
+        return str(self.total)
+
+    def solution(self):
+        return self.solution_for_level([[self.reply_call("add", n=2)], [self.reply_call("add", n=3)]],
+                                       5)
+
+
+def test_levels_play_the_first_steps_and_below_the_top_the_answer_is_done():
+    low, top = TwoStepEnv(max_turns=4, level=1), TwoStepEnv(max_turns=4, level=2)
+    obs, _ = low.reset(seed=0)
+    assert "step 1 of 1" in obs and "Add 3" not in obs and not low.whole_task and top.whole_task
+    assert low.solution() == [ToolEnv.reply_call("add", n=2), "<answer>done</answer>"]
+    low.step(low.solution()[0])
+    assert low.step("<answer>2</answer>")[1:3] == (0.0, True)  # the real answer is not asked for
+    low.reset(seed=0)
+    for reply in low.solution():
+        obs, reward, terminated, *_ = low.step(reply)
+    assert (reward, terminated) == (1.0, True)
+    obs, _ = top.reset(seed=0)
+    assert "step 1 of 2" in obs and top.solution()[-1] == "<answer>5</answer>"
+    assert top.step(top.solution()[0])[1] == 0.0 and top.step(top.solution()[1])[1] == 0.0
+    assert top.step("<answer>done</answer>")[1:3] == (0.0, True)  # the top level judges the total
+
+
+@pytest.mark.parametrize("level", [0, 3, True, "1"])
+def test_a_level_outside_the_declared_ones_is_refused(level):
+    with pytest.raises(ValueError, match="level must be a whole number from 1 to LEVELS=2"):
+        TwoStepEnv(level=level)
+
+
+def test_level_is_read_only():
+    env = TwoStepEnv(level=2)
+    with pytest.raises(AttributeError, match="built at"):
+        env.level = 1

@@ -8,6 +8,7 @@ import the sandbox provides to generated code.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import math
 import random
@@ -52,7 +53,32 @@ def src(request) -> EnvSource:
 
 @pytest.fixture
 def env_class(src) -> type:
-    return load_class(src)
+    """The starter at its top level (the whole task): the tests below check the task as written;
+    test_every_level_is_a_prefix_of_the_task checks the levels below it."""
+    cls = load_class(src)
+    return functools.partial(cls, level=cls.LEVELS)
+
+
+def test_every_level_is_a_prefix_of_the_task(src):
+    """Level k plays the first k steps, its solution wins at every seed and ends with
+    ``<answer>done</answer>`` below the top level, and the top level is the whole task."""
+    cls = load_class(src)
+    assert cls.LEVELS == 3
+    for level in range(1, cls.LEVELS + 1):
+        for seed in range(8):
+            env = cls(max_turns=8, level=level)
+            obs, info = env.reset(seed=seed)
+            assert info["steps"] == level and f"step 1 of {level}" in obs
+            replies = env.solution()
+            assert (replies[-1] == "<answer>done</answer>") == (level < cls.LEVELS)
+            results, won = play(env, replies)
+            assert won, (level, seed, results[-1][0])
+    low = cls(level=1)
+    low.reset(seed=2)
+    top = cls(level=cls.LEVELS)
+    top.reset(seed=2)
+    assert top.solution()[-1] != "<answer>done</answer>"
+    assert len(low.solution()) < len(top.solution())
 
 
 def play(env, replies) -> tuple[list[tuple], bool]:
@@ -294,7 +320,7 @@ def test_passes_the_checkers_runtime_stages_in_process(env_class):
 
     checker.contract_stage(opener, cfg)
     checker.determinism_stage(opener, cfg)
-    checker.solvable_stage(opener, cfg, checker.solvable_seeds(cfg.seed, env_class.__name__, 16))
+    checker.solvable_stage(opener, cfg, checker.solvable_seeds(cfg.seed, env_class.func.__name__, 16))
     assert "random 0/" in checker.not_trivial_stage(opener, cfg)
 
 

@@ -137,9 +137,20 @@ class ToolEnv:
     answer_attempts = 1
     format_penalty = -0.05
     list_tools_in_observation = True
+    LEVELS = 1
+    """How many difficulty levels (default 1). With ``LEVELS = 3`` and a task of three steps,
+    :meth:`steps_for_level` plays the first ``level`` steps and :meth:`solution_for_level` the
+    replies they need: level 1 is one step, the top level the whole task."""
 
-    def __init__(self, max_turns: int = 10, **kwargs) -> None:
+    def __init__(self, max_turns: int = 10, level: int = 1, **kwargs) -> None:
+        levels = type(self).LEVELS
+        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
+            raise ValueError(f"LEVELS must be a whole number >= 1, got {levels!r}")
+        if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= levels:
+            raise ValueError(f"level must be a whole number from 1 to LEVELS={levels}, got {level!r}")
         self.max_turns = int(max_turns)
+        self._level = level
+        self._answer_done = False
         self.options = dict(kwargs)
         self.turn_count = 0
         self.call_history: list[ToolCall] = []
@@ -167,7 +178,56 @@ class ToolEnv:
     def check_answer(self, given: str) -> bool:
         return answers_match(given, str(self.expected_answer()))
 
+    @property
+    def level(self) -> int:
+        """The level this instance was built at (1 to LEVELS); read-only, as in GameEnv."""
+        return self._level
+
+    @level.setter
+    def level(self, value: object) -> None:
+        raise AttributeError(f"self.level is the level the environment was built at "
+                             f"({self._level}); store your own values under another name")
+
+    @property
+    def whole_task(self) -> bool:
+        """True at the top level, where every step is played and the real answer is judged;
+        below it the steps played end with ``<answer>done</answer>`` (:meth:`steps_for_level`)."""
+        return self._level >= type(self).LEVELS
+
     # -- helpers for subclasses ---------------------------------------------------------------
+
+    def steps_for_level(self, instructions: list[Instruction] | tuple) -> list[Instruction]:
+        """The instructions this level plays: all of them at the top level; below it the first
+        ``level`` (at least one), the last of which then asks for ``<answer>done</answer>``,
+        and the answer judged is ``done`` instead of :meth:`check_answer`'s.
+
+        >>> class Two(ToolEnv):
+        ...     LEVELS = 2
+        >>> steps = [Instruction("Find it.", bool), Instruction("Fix it. Then answer with its id.", bool)]
+        >>> [i.text for i in Two(level=1).steps_for_level(steps)]
+        ['Find it. Then answer with <answer>done</answer>.']
+        >>> len(Two(level=2).steps_for_level(steps))
+        2
+        """
+        steps = list(instructions)
+        self._answer_done = not self.whole_task and len(steps) > 1
+        if not self._answer_done:
+            return steps
+        kept = steps[: max(1, self._level)]
+        last = kept[-1]
+        kept[-1] = Instruction(f"{last.text.rstrip()} Then answer with <answer>done</answer>.",
+                               last.done)
+        return kept
+
+    def solution_for_level(self, replies_per_step: list[list[str]], answer: object) -> list[str]:
+        """The winning replies at this level, from the replies each step needs (in order) and
+        the whole task's final ``answer``: the steps :meth:`steps_for_level` keeps, then
+        ``answer`` at the top level or ``done`` below it, merged by :meth:`fit_turns`."""
+        cut = not self.whole_task and len(replies_per_step) > 1
+        played = replies_per_step[: max(1, self._level)] if cut else replies_per_step
+        replies = [r for step in played for r in step]
+        return self.fit_turns([*replies, self.reply_answer("done" if cut else answer)])
+
 
     def start(self, intro: str, instructions: list[Instruction] | tuple = ()) -> tuple[str, dict]:
         """Begin an episode (call at the end of ``reset``): clears turns, history and progress,
@@ -385,7 +445,7 @@ class ToolEnv:
             k = self._instruction_index
             return (f"Not accepted yet: step {k + 1} of {total} is still open: "
                     f"\"{self._instructions[k].text}\" Complete it with the tools first.", 0.0, False)
-        if self.check_answer(answer):
+        if answers_match(answer, "done") if self._answer_done else self.check_answer(answer):
             return "Correct!", 1.0, True
         self._attempts_left -= 1
         if self._attempts_left <= 0:
