@@ -38,12 +38,17 @@ the <answer>; you write only the domain:
   "required", "enum", "minimum" etc. where they apply; each tool is a method tool_<name>(**args)
   returning a string (render_record / render_records format records compactly). Raise
   ToolError("reason") for a failure the agent should read (not found, not allowed).
+- LEVELS = 3 and three steps: level 1 plays step 1, level 2 steps 1-2, level 3 all of them.
 - reset(self, seed=None): build 10-50 records from random.Random(seed) and end with
-  `return self.start(intro, [Instruction(text, done), ...])`; done() is a zero-argument callable
-  that checks the STATE (or self.called(tool, **args)), and must be False at reset.
-- expected_answer(self): the final answer computed from the state (default "done").
-- solution(self): the replies that win, computed from the state, written with
-  self.reply_call(tool, **args) and self.reply_answer(value); return self.fit_turns(replies).
+  `return self.start(intro, self.steps_for_level([Instruction(text, done), ...]))`; done() is
+  a zero-argument callable that checks the STATE (or self.called(tool, **args)), and must be
+  False at reset.
+- expected_answer(self): the final answer of the whole task, computed from the state when the
+  agent answers (default "done"). Below the top level the agent answers "done" instead.
+- solution(self): the calls each step needs, as one list of replies per step, written with
+  self.reply_call(tool, **args), and the final answer; return
+  self.solution_for_level([[...step 1...], [...step 2...], [...step 3...]], answer), which plays
+  the steps of this level and then answers.
 
 Example:
 
@@ -51,6 +56,8 @@ import random
 from toolenv import Instruction, ToolEnv, ToolError
 
 class PantryEnv(ToolEnv):
+    LEVELS = 3
+
     def declare_tools(self):
         item = {"type": "string", "enum": sorted(self.stock)}
         return {
@@ -67,13 +74,13 @@ class PantryEnv(ToolEnv):
         self.stock = {f"item{i}": rng.randint(3, 9) for i in range(12)}
         self.target = rng.choice(sorted(self.stock))
         self.used = []
-        return self.start("You keep a pantry.", [
+        return self.start("You keep a pantry.", self.steps_for_level([
             Instruction(f"Check how many {self.target} are in stock.",
                         lambda: self.called("count", item=self.target)),
             Instruction(f"Use half of the {self.target} (rounded down).",
                         lambda: self.used == [(self.target, self.half)]),
             Instruction(f"Use 1 more {self.target}, then answer with how many are left.",
-                        lambda: self.used[1:] == [(self.target, 1)])])
+                        lambda: self.used[1:] == [(self.target, 1)])]))
 
     @property
     def half(self):
@@ -97,10 +104,10 @@ class PantryEnv(ToolEnv):
 
     def solution(self):
         n = self.stock[self.target]
-        return self.fit_turns([self.reply_call("count", item=self.target),
-                               self.reply_call("use", item=self.target, units=n // 2),
-                               self.reply_call("use", item=self.target, units=1),
-                               self.reply_answer(n - n // 2 - 1)])
+        return self.solution_for_level([[self.reply_call("count", item=self.target)],
+                                        [self.reply_call("use", item=self.target, units=n // 2)],
+                                        [self.reply_call("use", item=self.target, units=1)]],
+                                       n - n // 2 - 1)
 '''
 
 #: How to write a GameEnv subclass, for the games designer prompt (the example module the
@@ -161,7 +168,15 @@ CHECKLIST = {
     ),
     "tool-use": (
         "Mistakes that get a module rejected, so avoid them:\n"
-        "- reset() ends with `return self.start(intro, [Instruction(...), ...])`.\n"
+        "- reset() ends with `return self.start(intro, self.steps_for_level([Instruction(...), "
+        "...]))`.\n"
+        "- solution() returns self.solution_for_level(...), which ends with the answer; a "
+        "solution that stops after its tool calls, or answers before every step's done() is "
+        "True, never wins. Each step's calls in solution() make that step's done() True.\n"
+        "- The answer is a value such as 15 or EV-104, computed from the state, never a "
+        "sentence.\n"
+        "- Use only the helpers ToolEnv has: self.start, self.steps_for_level, self.called, "
+        "self.reply_call, self.reply_answer, self.solution_for_level.\n"
         "- Every method has a working body: no pass, no ..., no placeholder comments, no "
         "NotImplementedError.\n"
         "- Import every module you use at the top.\n"
