@@ -91,19 +91,19 @@ def _multi_call_replies(replies: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("role", ["tool", "user"])
 def test_tool_loop_runs_several_calls_per_turn(sb, role):
-    env = starter_env("tool_ledger")
-    sols = {obs: _multi_call_replies(r) for obs, r in solutions_for(sb, env, [5], 10).items()}
+    env = starter_env("tool_ledger")  # at its top level: every step, then the answer
+    sols = {obs: _multi_call_replies(r) for obs, r in solutions_for(sb, env, [5], 10, level=3).items()}
     policy = ScriptedPolicy(solution_script(sols, fallback="<answer>?</answer>"))
     # several calls in one reply: with stop_at_move (the default) the reply would end at the first
     cfg = PlayConfig(max_turns=10, tool_messages=role, stop_at_move=False)
-    ep, = play(policy, sb, [PlayJob(env, 5, "no_hint", 0)], cfg)
+    ep, = play(policy, sb, [PlayJob(env, 5, "no_hint", 0, level=3)], cfg)
     assert ep.status == "completed" and ep.rewards[-1] == 1.0, ep.error
     assert len(ep.turns) == 2 and len(parse_tool_calls(ep.turns[0].text)) >= 2
     assert [t.parsed for t in ep.turns] == [True, True]  # the calls, then the answer
     last = policy.calls[-1][0]
     assert last.tools and last.tools[0]["type"] == "function"  # schemas go to the template
     assert [m["role"] for m in last.messages] == ["user", "assistant", role]
-    first, = play(policy, sb, [PlayJob(env, 5, "no_hint", 0)], PlayConfig(max_turns=10, tool_messages=role))
+    first, = play(policy, sb, [PlayJob(env, 5, "no_hint", 0, level=3)], PlayConfig(max_turns=10, tool_messages=role))
     assert len(parse_tool_calls(first.turns[0].text)) == 1 and first.turns[0].finish_reason == "move"
 
 

@@ -44,11 +44,11 @@ the <answer>; you write only the domain:
   a zero-argument callable that checks the STATE (or self.called(tool, **args)), and must be
   False at reset.
 - expected_answer(self): the final answer of the whole task, computed from the state when the
-  agent answers (default "done"). Below the top level the agent answers "done" instead.
+  agent answers (default "done"). Below the top level the episode is won when its steps are done.
 - solution(self): the calls each step needs, as one list of replies per step, written with
   self.reply_call(tool, **args), and the final answer; return
   self.solution_for_level([[...step 1...], [...step 2...], [...step 3...]], answer), which plays
-  the steps of this level and then answers.
+  the steps of this level and, at the top level, answers.
 
 Example:
 

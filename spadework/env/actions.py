@@ -31,6 +31,7 @@ from spadework.env.toolenv import (
     format_tool_call,
 )
 from spadework.env.toolenv import parse_answer as _toolenv_parse_answer
+from spadework.env.toolenv import parse_bare_call as _toolenv_parse_bare_call
 from spadework.env.toolenv import parse_tool_calls as _toolenv_parse_tool_calls
 from spadework.errors import ActionParseError, ConfigError
 
@@ -253,6 +254,8 @@ def _tool_use(text: str) -> ParsedAction:
         calls = tuple(_toolenv_parse_tool_calls(text))
     except ToolCallFormatError as e:
         return ParsedAction("tool-use", text, answer=answer, error=str(e.args[0]))
+    if not calls and answer is None and (bare := _toolenv_parse_bare_call(text)) is not None:
+        calls = (bare,)  # ToolEnv runs a bare JSON call too, and says so
     if not calls and answer is None:
         return ParsedAction("tool-use", text, error='no <tool_call> and no <answer>: call a tool '
                             'with <tool_call>{"name": ..., "arguments": {...}}</tool_call> or '

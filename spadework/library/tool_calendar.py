@@ -31,7 +31,7 @@ DAYS, FIRST, LAST = (1, 2, 3), 9, 17
 
 
 class CalendarEnv(ToolEnv):
-    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+    LEVELS = 3  # level k: the first k steps (steps_for_level); level 1 names what step 1 acts on
 
     def declare_tools(self):
         person = {"type": "string", "enum": self.people}
@@ -109,8 +109,10 @@ class CalendarEnv(ToolEnv):
             f"You manage a team calendar (days 1-3, working hours {FIRST}:00-{LAST}:00). "
             f"People: {names}. Rooms: "
             + ", ".join(f"{r} ({n} seats)" for r, n in _ROOMS.items()) + ".",
-            self.steps_for_level([Instruction(f"{self.a}'s \"{self.events[self.blocker]['title']}\" on day "
-                         f"{self.day} is called off: cancel it.",
+            self.steps_for_level([
+             Instruction(f"{self.a}'s \"{self.events[self.blocker]['title']}\" on day "
+                         f"{self.day} is called off: cancel it."
+                         + (f" Its event id is {self.blocker}." if self.level == 1 else ""),
                          lambda: self._cancelled() == {self.blocker}),
              Instruction(f"Book a one-hour meeting titled \"Planning\" for {self.a}, {self.b} "
                          f"and {self.c} on day {self.day} at the earliest hour when all three "

@@ -34,7 +34,7 @@ def _parent(path):
 
 
 class FileSystemEnv(ToolEnv):
-    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+    LEVELS = 3  # level k: the first k steps (steps_for_level); level 1 names what step 1 acts on
 
     def declare_tools(self):
         path = {"type": "string", "description": "absolute path, e.g. /logs/app-1.log"}
@@ -108,8 +108,11 @@ class FileSystemEnv(ToolEnv):
         self.compressed, self.deleted = [], []
         return self.start(
             f"You are cleaning up a server's disk. Directories: {', '.join(_DIRS)}.",
-            self.steps_for_level([Instruction(f"Compress every .log file in /logs larger than {self.threshold} KB "
-                         "(leave the smaller ones as they are).", self._compress_done),
+            self.steps_for_level([
+             Instruction(f"Compress every .log file in /logs larger than {self.threshold} KB "
+                         "(leave the smaller ones as they are)."
+                         + (f" They are {', '.join(self.big)}." if self.level == 1 else ""),
+                         self._compress_done),
              Instruction("Move all the .gz files now in /logs into /archive.", self._move_done),
              Instruction("Delete the largest file left in /logs (ties: the first by name). "
                          "Then answer with the total size of /archive in KB.",

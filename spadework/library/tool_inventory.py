@@ -34,7 +34,7 @@ _SUPPLIERS = {"S1": "Northwind", "S2": "Blue Ridge", "S3": "Copperline", "S4": "
 
 
 class InventoryEnv(ToolEnv):
-    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+    LEVELS = 3  # level k: the first k steps (steps_for_level); level 1 names what step 1 acts on
 
     def declare_tools(self):
         sku = {"type": "string", "description": "product code, e.g. SKU-117"}
@@ -122,8 +122,11 @@ class InventoryEnv(ToolEnv):
         return self.start(
             f"You run a warehouse with {len(self.products)} products. Suppliers: "
             + ", ".join(f"{k} {v}" for k, v in _SUPPLIERS.items()) + ".",
-            self.steps_for_level([Instruction(f"A customer returned {self.return_qty} unit(s) of the \"{product}\" in "
-                         "sellable condition. Book the return into stock.", self._return_done),
+            self.steps_for_level([
+             Instruction(f"A customer returned {self.return_qty} unit(s) of the \"{product}\" in "
+                         "sellable condition. Book the return into stock."
+                         + (f" Its sku is {self.returned}." if self.level == 1 else ""),
+                         self._return_done),
              Instruction(f"Raise a single purchase order with {supplier} for every {self.category} "
                          f"product they supply that is now below its reorder point, ordering "
                          "for each the quantity that brings its stock to twice its reorder "

@@ -36,7 +36,7 @@ def _five_percent(cents):
 
 
 class LedgerEnv(ToolEnv):
-    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+    LEVELS = 3  # level k: the first k steps (steps_for_level); level 1 names what step 1 acts on
 
     def declare_tools(self):
         customer = {"type": "string", "description": "customer id, e.g. C03"}
@@ -116,8 +116,10 @@ class LedgerEnv(ToolEnv):
         return self.start(
             f"You work in accounts receivable. Today is day {TODAY}. The ledger has "
             f"{len(self.customers)} customers and {len(self.invoices)} invoices.",
-            self.steps_for_level([Instruction("Find the customer with the most overdue invoices (ties: the lowest "
-                         "customer id) and flag that account for collection.",
+            self.steps_for_level([
+             Instruction("Find the customer with the most overdue invoices (ties: the lowest "
+                         "customer id) and flag that account for collection."
+                         + (f" It is {self.target} ({name})." if self.level == 1 else ""),
                          self._flag_done),
              Instruction(f"Credit {name}'s largest overdue invoice (reason: goodwill).",
                          self._credit_done),

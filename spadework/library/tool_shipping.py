@@ -32,7 +32,7 @@ _CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 
 class ShippingEnv(ToolEnv):
-    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+    LEVELS = 3  # level k: the first k steps (steps_for_level); level 1 names what step 1 acts on
 
     def declare_tools(self):
         order = {"type": "string", "description": "order id, e.g. ORD-4821"}
@@ -112,8 +112,11 @@ class ShippingEnv(ToolEnv):
         return self.start(
             f"You handle fulfilment for an online shop with {len(self.orders)} orders. "
             f"Carriers: {', '.join(_CARRIERS)}.",
-            self.steps_for_level([Instruction(f"{order['customer']} has moved to {self.new_city}: update the delivery "
-                         "city of their order.",
+            self.steps_for_level([
+             Instruction(f"{order['customer']} has moved to {self.new_city}: update the delivery "
+                         "city of their order."
+                         + (f" It is {self.target}, on hold; its release code is "
+                            f"{order['code']}." if self.level == 1 else ""),
                          lambda: self.orders[self.target]["city"] == self.new_city),
              Instruction("Buy a label for that order from the cheapest carrier that can deliver "
                          "it to the new city.", self._label_done),

@@ -32,7 +32,7 @@ def _money(cents):
 
 
 class TravelEnv(ToolEnv):
-    LEVELS = 3  # level k plays the first k steps (ToolEnv.steps_for_level)
+    LEVELS = 3  # level k: the first k steps (steps_for_level); level 1 names what step 1 acts on
 
     def declare_tools(self):
         airport = {"type": "string", "enum": _AIRPORTS}
@@ -110,9 +110,14 @@ class TravelEnv(ToolEnv):
         return self.start(
             f"You are the travel desk. Travellers {a} and {b} fly from {self.origin} to "
             f"{self.dest}.",
-            self.steps_for_level([Instruction(f"Book the cheapest nonstop flight from {self.origin} to {self.dest} on "
+            self.steps_for_level([
+             Instruction(f"Book the cheapest nonstop flight from {self.origin} to {self.dest} on "
                          f"day {self.day} that has seats for both {a} and {b}, using their "
-                         "traveller ids.", self._flight_done),
+                         "traveller ids."
+                         + (f" It is {self.flight}; their traveller ids are "
+                            f"{self.travellers[a]['id']} and {self.travellers[b]['id']}."
+                            if self.level == 1 else ""),
+                         self._flight_done),
              Instruction(f"Book one room for both for {self.nights} nights in {self.dest}, "
                          "checking in on the day the flight lands, at the best-rated hotel "
                          f"costing at most {_money(self.budget)} per night (ties: the cheaper).",
@@ -197,7 +202,8 @@ class TravelEnv(ToolEnv):
         dearest = max(flight_total, hotel_total)
         dearest_id = f"BK-{self.next_booking + (hotel_total > flight_total)}"
         passengers = [{"name": n, "traveller_id": self.travellers[n]["id"]} for n in (a, b)]
-        steps = [[self.reply_call("get_traveller", name=a) + self.reply_call("get_traveller", name=b)
+        steps = [[self.reply_call("get_traveller", name=a)
+                  + self.reply_call("get_traveller", name=b)
                   + self.reply_call("search_flights", origin=self.origin, destination=self.dest,
                                     day=self.day, max_stops=0),
                   self.reply_call("book_flight", flight_id=self.flight, passengers=passengers)],
@@ -205,7 +211,8 @@ class TravelEnv(ToolEnv):
                   self.reply_call("book_hotel", hotel_id=self.hotel, check_in_day=self.arrival,
                                   nights=self.nights, guests=2)],
                  [self.reply_call("apply_voucher", booking_id=dearest_id, code=self.voucher)]]
-        return self.solution_for_level(steps, _money(flight_total + hotel_total - (dearest + 5) // 10))
+        total = flight_total + hotel_total - (dearest + 5) // 10
+        return self.solution_for_level(steps, _money(total))
 
     # -- tools ------------------------------------------------------------------------------
 

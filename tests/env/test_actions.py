@@ -21,6 +21,7 @@ from spadework.env.actions import (
     parse_tool_calls,
     strip_thinking,
 )
+from spadework.env.toolenv import parse_bare_call
 from spadework.errors import ActionParseError, ConfigError
 
 
@@ -298,4 +299,15 @@ def test_parse_action_never_raises_and_is_consistent(parts: list[str], setting: 
         assert a.answer == parse_answer(a.text)
         assert a.ok or a.error
         if a.ok:
-            assert list(a.tool_calls) == parse_tool_calls(a.text) and (a.tool_calls or a.answer is not None)
+            tagged = parse_tool_calls(a.text)
+            bare = parse_bare_call(a.text) if not tagged and a.answer is None else None
+            assert list(a.tool_calls) == (tagged or ([bare] if bare else []))
+            assert a.tool_calls or a.answer is not None
+
+
+def test_a_bare_json_call_is_read_as_the_call_the_environment_runs() -> None:
+    """The base 0.5B agent often drops the tags; the host and ToolEnv read it the same way."""
+    a = parse_action('```json\n{"name": "cancel", "arguments": {"id": "EV-1"}}\n```', "tool-use")
+    assert a.ok and a.tool_calls == (ToolCall("cancel", {"id": "EV-1"}),)
+    for reply in ('{"name": "cancel"}', '{"id": 1}', '{"name": "a", "arguments": {}} <answer>1</answer>'):
+        assert parse_action(reply, "tool-use").tool_calls == ()

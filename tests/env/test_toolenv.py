@@ -429,12 +429,12 @@ def test_the_guide_example_is_a_working_environment(monkeypatch):
             obs, _ = env.reset(seed=seed)
             assert f"step 1 of {level}" in obs and "weather()" in obs
             replies = env.solution()
-            assert len(replies) == level + 1 and replies[-1] == ("<answer>done</answer>" if level < 3
-                                                                 else replies[-1])
+            assert len(replies) == (level if level < 3 else 4)  # the top level answers
             *_, (obs, reward, terminated, truncated, info) = [env.step(r) for r in replies]
             assert (reward, terminated) == (1.0, True), obs
-        env.reset(seed=0)
-        assert env.step(env.solution()[-1])[1:3] == (0.0, False)
+        if level > 1:  # skipping to the last reply does not win
+            env.reset(seed=0)
+            assert env.step(env.solution()[-1])[1:3] == (0.0, False)
     from spadework.env.static import check_static
 
     assert check_static(code).class_name == "PantryEnv"
@@ -501,21 +501,32 @@ class TwoStepEnv(ToolEnv):
                                        5)
 
 
-def test_levels_play_the_first_steps_and_below_the_top_the_answer_is_done():
+def test_levels_play_the_first_steps_and_below_the_top_the_steps_win():
     low, top = TwoStepEnv(max_turns=4, level=1), TwoStepEnv(max_turns=4, level=2)
     obs, _ = low.reset(seed=0)
     assert "step 1 of 1" in obs and "Add 3" not in obs and not low.whole_task and top.whole_task
-    assert low.solution() == [ToolEnv.reply_call("add", n=2), "<answer>done</answer>"]
-    low.step(low.solution()[0])
-    assert low.step("<answer>2</answer>")[1:3] == (0.0, True)  # the real answer is not asked for
-    low.reset(seed=0)
-    for reply in low.solution():
-        obs, reward, terminated, *_ = low.step(reply)
-    assert (reward, terminated) == (1.0, True)
+    assert "won as soon as every step is done" in obs
+    assert low.solution() == [ToolEnv.reply_call("add", n=2)]
+    assert low.step(ToolEnv.reply_call("add", n=1))[1:3] == (0.0, False)  # the step is still open
+    obs, reward, terminated, *_ = low.step(ToolEnv.reply_call("add", n=1))
+    assert (reward, terminated) == (1.0, True) and "task complete" in obs
     obs, _ = top.reset(seed=0)
     assert "step 1 of 2" in obs and top.solution()[-1] == "<answer>5</answer>"
-    assert top.step(top.solution()[0])[1] == 0.0 and top.step(top.solution()[1])[1] == 0.0
+    assert top.step(top.solution()[0])[1:3] == (0.0, False)
+    assert top.step(top.solution()[1])[1:3] == (0.0, False)  # the top level wants the answer
     assert top.step("<answer>done</answer>")[1:3] == (0.0, True)  # the top level judges the total
+
+
+def test_every_observation_ends_with_the_open_step_and_the_format():
+    env = TwoStepEnv(max_turns=4, level=2)
+    env.reset(seed=0)
+    obs = env.step("nothing")[0]
+    assert obs.endswith("3 replies left.") and "Now: step 1 of 2: Add 2." in obs
+    assert '<tool_call>{"name": "add", "arguments": {"n": 1}}</tool_call>' in obs  # a real example
+    obs = env.step(ToolEnv.reply_call("add", n=2))[0]
+    assert "Now: step 2 of 2: Add 3." in obs
+    obs = env.step('{"name": "add", "arguments": {"n": 3}}')[0]  # no tags: read as the call
+    assert "Read as a tool call" in obs and "Now: every step is done." in obs and env.total == 5
 
 
 @pytest.mark.parametrize("level", [0, 3, True, "1"])

@@ -10,7 +10,14 @@ one parser of the format exists.
 """
 
 from .base import Instruction, ToolEnv, ToolError, answers_match, render_record, render_records
-from .calls import ToolCall, ToolCallFormatError, format_tool_call, parse_answer, parse_tool_calls
+from .calls import (
+    ToolCall,
+    ToolCallFormatError,
+    format_tool_call,
+    parse_answer,
+    parse_bare_call,
+    parse_tool_calls,
+)
 from .schema import schema_error
 
 #: The package's modules in the order they import each other (the sandbox loads them so).
@@ -25,6 +32,7 @@ __all__ = [
     "answers_match",
     "format_tool_call",
     "parse_answer",
+    "parse_bare_call",
     "parse_tool_calls",
     "render_record",
     "render_records",

@@ -21,6 +21,7 @@ from .calls import (
     ToolCallFormatError,
     format_tool_call,
     parse_answer,
+    parse_bare_call,
     parse_tool_calls,
     too_deep,
 )
@@ -130,7 +131,18 @@ class ToolEnv:
       ends the episode (0.0, terminated). An answer in a reply that also calls tools is ignored.
     * A reply with neither a tool call nor an answer, or with a malformed call, gets format
       feedback and :attr:`format_penalty` (-0.05): small enough never to outweigh a win, large
-      enough to rank a silent episode below an honest wrong answer.
+      enough to rank a silent episode below an honest wrong answer. A reply that is one bare
+      JSON call object without the tags (``parse_bare_call``) is run as that call, and the
+      result says to use the tags next time.
+    * Every observation of a running episode ends with the open step and the reply format
+      (:meth:`_status`); the first shows a concrete call (:meth:`example_call`), never a
+      placeholder.
+    * With ``LEVELS`` > 1 and :meth:`steps_for_level`, a level below the top plays the first
+      ``level`` steps and is won as soon as they are done, without a final answer.
+
+    Why the last three: the base Qwen2.5-Coder-0.5B, on a one-step calendar task, wrote bare
+    JSON calls, copied the placeholder ``"tool_name"``, and, once its call had done the step,
+    called tools again instead of answering (``benchmarks/starter_levels.py``, docs/results.md).
     """
 
     max_calls_per_turn = 8
@@ -147,10 +159,11 @@ class ToolEnv:
         if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
             raise ValueError(f"LEVELS must be a whole number >= 1, got {levels!r}")
         if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= levels:
-            raise ValueError(f"level must be a whole number from 1 to LEVELS={levels}, got {level!r}")
+            raise ValueError(f"level must be a whole number from 1 to LEVELS={levels}, "
+                             f"got {level!r}")
         self.max_turns = int(max_turns)
         self._level = level
-        self._answer_done = False
+        self._won_by_steps = False
         self.options = dict(kwargs)
         self.turn_count = 0
         self.call_history: list[ToolCall] = []
@@ -190,43 +203,38 @@ class ToolEnv:
 
     @property
     def whole_task(self) -> bool:
-        """True at the top level, where every step is played and the real answer is judged;
-        below it the steps played end with ``<answer>done</answer>`` (:meth:`steps_for_level`)."""
+        """True at the top level, where every step is played and the final answer is judged;
+        below it the episode is won when the steps played are done (:meth:`steps_for_level`)."""
         return self._level >= type(self).LEVELS
 
     # -- helpers for subclasses ---------------------------------------------------------------
 
     def steps_for_level(self, instructions: list[Instruction] | tuple) -> list[Instruction]:
         """The instructions this level plays: all of them at the top level; below it the first
-        ``level`` (at least one), the last of which then asks for ``<answer>done</answer>``,
-        and the answer judged is ``done`` instead of :meth:`check_answer`'s.
+        ``level`` (at least one), and the episode is won as soon as they are done, with no
+        final answer. Measured with the base Qwen2.5-Coder-0.5B on a one-step calendar task: it
+        made the right call and then called tools again instead of answering ``done``.
 
         >>> class Two(ToolEnv):
         ...     LEVELS = 2
-        >>> steps = [Instruction("Find it.", bool), Instruction("Fix it. Then answer with its id.", bool)]
-        >>> [i.text for i in Two(level=1).steps_for_level(steps)]
-        ['Find it. Then answer with <answer>done</answer>.']
-        >>> len(Two(level=2).steps_for_level(steps))
-        2
+        >>> steps = [Instruction("Find it.", bool), Instruction("Fix it; answer its id.", bool)]
+        >>> low, top = Two(level=1), Two(level=2)
+        >>> [i.text for i in low.steps_for_level(steps)], len(top.steps_for_level(steps))
+        (['Find it.'], 2)
         """
         steps = list(instructions)
-        self._answer_done = not self.whole_task and len(steps) > 1
-        if not self._answer_done:
-            return steps
-        kept = steps[: max(1, self._level)]
-        last = kept[-1]
-        kept[-1] = Instruction(f"{last.text.rstrip()} Then answer with <answer>done</answer>.",
-                               last.done)
-        return kept
+        self._won_by_steps = not self.whole_task and len(steps) > 1
+        return steps[: max(1, self._level)] if self._won_by_steps else steps
 
     def solution_for_level(self, replies_per_step: list[list[str]], answer: object) -> list[str]:
         """The winning replies at this level, from the replies each step needs (in order) and
-        the whole task's final ``answer``: the steps :meth:`steps_for_level` keeps, then
-        ``answer`` at the top level or ``done`` below it, merged by :meth:`fit_turns`."""
+        the whole task's final ``answer``: the steps :meth:`steps_for_level` keeps, then the
+        answer at the top level (below it the last step's calls win), merged by
+        :meth:`fit_turns`."""
         cut = not self.whole_task and len(replies_per_step) > 1
         played = replies_per_step[: max(1, self._level)] if cut else replies_per_step
         replies = [r for step in played for r in step]
-        return self.fit_turns([*replies, self.reply_answer("done" if cut else answer)])
+        return self.fit_turns(replies if cut else [*replies, self.reply_answer(answer)])
 
 
     def start(self, intro: str, instructions: list[Instruction] | tuple = ()) -> tuple[str, dict]:
@@ -249,12 +257,40 @@ class ToolEnv:
         if self.list_tools_in_observation:
             parts.append("Tools:\n" + "\n".join(self._tool_lines()))
         parts.append(
-            'Call tools with <tool_call>{"name": "tool_name", "arguments": {...}}</tool_call> '
-            f"(up to {self.max_calls_per_turn} per reply). Further instructions appear as steps "
-            "are completed; when all are done, reply with <answer>...</answer>. You have "
-            f"{self.max_turns} replies in all."
+            f"Call a tool in a reply like this: {self.example_call()} (up to "
+            f"{self.max_calls_per_turn} calls per reply). Further instructions appear as steps "
+            "are completed; "
+            + ("the task is won as soon as every step is done." if self._won_by_steps else
+               "when all are done, reply with <answer>...</answer>.")
+            + f" You have {self.max_turns} replies in all."
         )
         return "\n\n".join(parts), self._info(0, 0)
+
+    def example_call(self) -> str:
+        """One concrete, well-formed call, shown in the reply format instead of a placeholder
+        (a small agent copies a placeholder such as ``"tool_name"`` verbatim). Default: the first
+        declared tool whose required arguments its schema can fill (an enum's first value, an
+        integer's minimum or 1, an ``e.g.`` value from a description); override it to show a
+        better one. It only shows the format; it need not be a useful move.
+
+        >>> class Shop(ToolEnv):
+        ...     def declare_tools(self):
+        ...         return {"find": {"description": "Find an order.", "parameters": {
+        ...             "type": "object", "required": ["order_id"], "properties": {
+        ...                 "order_id": {"type": "string", "description": "e.g. ORD-7"}}}}}
+        ...     def tool_find(self, order_id):
+        ...         return order_id
+        >>> Shop().example_call()
+        '<tool_call>{"name": "find", "arguments": {"order_id": "ORD-7"}}</tool_call>'
+        """
+        declared = self._declarations()
+        for name, decl in declared.items():
+            params = decl["parameters"]
+            filled = {k: _example_value(params["properties"].get(k, {}), k)
+                      for k in params.get("required", ())}
+            if all(v is not None for v in filled.values()):
+                return _one_line_call(name, filled)
+        return _one_line_call(next(iter(declared), "tool"), {})
 
     def called(self, tool: str, /, **arguments: object) -> bool:
         """Whether a successful call of ``tool`` with at least these arguments was made."""
@@ -347,9 +383,14 @@ class ToolEnv:
             return "The episode is over; call reset().", 0.0, False, True, self._info(0, 0)
         self.turn_count += 1
         obs, reward, terminated, ran, failed = self._respond(str(action))
+        steps_done = self._instruction_index >= len(self._instructions)
+        if self._won_by_steps and steps_done and not terminated:
+            obs, reward, terminated = f"{obs}\n\nEvery step is done: task complete.", 1.0, True
         truncated = not terminated and self.turn_count >= self.max_turns
         if truncated:
             obs += "\n\nOut of turns: the episode is over."
+        elif not terminated:
+            obs += "\n\n" + self._status()
         self._over = terminated or truncated
         reward = min(1.0, max(-1.0, float(reward)))  # a subclass's constants cannot break the range
         return obs, reward, bool(terminated), bool(truncated), self._info(ran, failed)
@@ -391,8 +432,21 @@ class ToolEnv:
                 for n, d in self._declarations().items()]
 
     def _format_help(self) -> str:
-        return ('Call a tool with <tool_call>{"name": "tool_name", "arguments": {...}}</tool_call>'
-                " or give the final answer with <answer>...</answer>.")
+        return (f"Call a tool like this: {self.example_call()}, or give the final answer with "
+                "<answer>...</answer>.")
+
+    def _status(self) -> str:
+        """The line every observation ends with: the open step and the reply format, so a
+        small agent that reads only the latest message knows where it stands."""
+        total, k = len(self._instructions), self._instruction_index
+        left = self.max_turns - self.turn_count
+        if k < total:
+            where = f"Now: step {k + 1} of {total}: {self._instructions[k].text}"
+            how = ('Reply with your next call as <tool_call>{"name": ..., "arguments": {...}}'
+                   "</tool_call>")
+        else:
+            where, how = "Now: every step is done.", "Reply with <answer>...</answer>"
+        return f"{where}\n{how}. {left} repl{'y' if left == 1 else 'ies'} left."
 
     def _respond(self, text: str) -> tuple[str, float, bool, int, int]:
         """(observation, reward, terminated, calls run, calls failed) for one reply."""
@@ -402,6 +456,11 @@ class ToolEnv:
             return f"Format error: {e.args[0]}. {self._format_help()}", self.format_penalty, \
                 False, 0, 0
         answer = parse_answer(text)
+        bare = None if calls or answer is not None else parse_bare_call(text)
+        if bare is not None:
+            obs, ran, failed = self._run_calls([bare], False)
+            return (obs + "\n\n(Read as a tool call: next time put it inside "
+                    "<tool_call>...</tool_call>.)", 0.0, False, ran, failed)
         if calls:
             obs, ran, failed = self._run_calls(calls, answer is not None)
             return obs, 0.0, False, ran, failed
@@ -434,7 +493,7 @@ class ToolEnv:
             if k < total:
                 notes.append(f"[Step {k} of {total} complete] Next instruction (step {k + 1} of "
                              f"{total}): {self._instructions[k].text}")
-            else:
+            elif not self._won_by_steps:
                 notes.append(f"[Step {k} of {total} complete] All steps are done: reply with "
                              "<answer>...</answer>.")
         return "".join("\n\n" + n for n in notes)
@@ -445,7 +504,7 @@ class ToolEnv:
             k = self._instruction_index
             return (f"Not accepted yet: step {k + 1} of {total} is still open: "
                     f"\"{self._instructions[k].text}\" Complete it with the tools first.", 0.0, False)
-        if answers_match(answer, "done") if self._answer_done else self.check_answer(answer):
+        if self.check_answer(answer):
             return "Correct!", 1.0, True
         self._attempts_left -= 1
         if self._attempts_left <= 0:
@@ -455,6 +514,37 @@ class ToolEnv:
     def _info(self, ran: int, failed: int) -> dict:
         return {"tool_calls": ran, "tool_errors": failed, "turn": self.turn_count,
                 "steps_done": self._instruction_index, "steps": len(self._instructions)}
+
+
+def _one_line_call(name: str, arguments: dict) -> str:
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
+
+
+def _example_value(schema: dict, name: str) -> object:
+    """A value the schema accepts, for :meth:`ToolEnv.example_call`, or None when none is
+    obvious (an object, or a string with no ``e.g.`` in its description).
+
+    >>> [_example_value(s, "x") for s in ({"enum": ["b", "a"]}, {"type": "integer", "minimum": 3},
+    ...     {"type": "string", "description": "a city, e.g. Lyon"}, {"type": "string"})]
+    ['b', 3, 'Lyon', None]
+    """
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", 1)
+        return low if isinstance(low, (int, float)) and not isinstance(low, bool) else 1
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        item = _example_value(schema.get("items", {}), name)
+        return None if item is None else [item]
+    if kind == "string" or kind is None:
+        described = str(schema.get("description", ""))
+        if "e.g." in described:
+            value = described.split("e.g.", 1)[1].strip().split()[0].strip(",.;:)\"'")
+            return value or None
+    return None
 
 
 def _render_result(result: object) -> str:

@@ -270,6 +270,43 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
         calls.append(call)
 
 
+def parse_bare_call(text: str) -> ToolCall | None:
+    """A reply with no ``<tool_call>`` tag that is one JSON call object on its own
+    (``{"name": ..., "arguments": {...}}``, optionally in a markdown fence, with at most a short
+    sentence around it), else None. Small models often drop the tags (the base
+    Qwen2.5-Coder-0.5B did in most replies of a calendar task); a host that reads such a reply
+    as the call it plainly is, and says so, teaches the format instead of wasting the turn.
+    Never raises.
+
+    >>> parse_bare_call('```json\\n{"name": "ls", "arguments": {"dir": "/tmp"}}\\n```')
+    ToolCall(name='ls', arguments={'dir': '/tmp'})
+    >>> parse_bare_call('I will look. {"name": "ls", "arguments": {}}')
+    ToolCall(name='ls', arguments={})
+    >>> [parse_bare_call(t) for t in ('{"a": 1}', '<tool_call>{"name": "ls"}</tool_call>',
+    ...                               '{"name": "a", "arguments": {}} {"name": "b", "arguments": {}}')]
+    [None, None, None]
+    """
+    text = _after_thinking(text)
+    if _OPEN in text or "<function=" in text or "<answer>" in text or len(text) > 4000:
+        return None
+    decoder, found, pos = json.JSONDecoder(), [], 0
+    while (start := text.find("{", pos)) >= 0:
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except ValueError:
+            pos = start + 1
+            continue
+        found.append(obj)
+        pos = end
+    if len(found) != 1 or not isinstance(found[0], dict) or set(found[0]) - {"name", "arguments"}:
+        return None
+    try:
+        call = _call_from_object(found[0], "tool call 1")
+    except ToolCallFormatError:
+        return None
+    return call if "arguments" in found[0] else None
+
+
 def parse_answer(text: str) -> str | None:
     """The stripped content of the last ``<answer>...</answer>`` after any reasoning, else None.
 
