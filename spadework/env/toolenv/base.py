@@ -436,17 +436,21 @@ class ToolEnv:
                 "<answer>...</answer>.")
 
     def _status(self) -> str:
-        """The line every observation ends with: the open step and the reply format, so a
-        small agent that reads only the latest message knows where it stands."""
+        """The lines every observation ends with: the calls that succeeded so far (the last
+        eight), the open step and the reply format, so a small agent that reads only the latest
+        message knows where it stands."""
         total, k = len(self._instructions), self._instruction_index
         left = self.max_turns - self.turn_count
+        done = [f"{c.name}(" + ", ".join(f"{a}={json.dumps(v)}" for a, v in c.arguments.items())
+                + ")" for c in self.call_history[-8:]]
+        made = f"Calls that worked so far: {'; '.join(done)}\n" if done else ""
         if k < total:
             where = f"Now: step {k + 1} of {total}: {self._instructions[k].text}"
             how = ('Reply with your next call as <tool_call>{"name": ..., "arguments": {...}}'
                    "</tool_call>")
         else:
             where, how = "Now: every step is done.", "Reply with <answer>...</answer>"
-        return f"{where}\n{how}. {left} repl{'y' if left == 1 else 'ies'} left."
+        return f"{made}{where}\n{how}. {left} repl{'y' if left == 1 else 'ies'} left."
 
     def _respond(self, text: str) -> tuple[str, float, bool, int, int]:
         """(observation, reward, terminated, calls run, calls failed) for one reply."""
