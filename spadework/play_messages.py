@@ -4,6 +4,7 @@ results come back in (``tool`` where the chat template renders it, else ``user``
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -11,9 +12,15 @@ from typing import Any
 from spadework.settings.play import PlayConfig
 
 
-def first_message(setting: str, observation: str, hint: str | None) -> str:
-    """The agent's first user message: the task, the hint (hinted arm only), the action format."""
+def first_message(setting: str, observation: str, hint: str | None,
+                  tools: list[dict] | None = None) -> str:
+    """The agent's first user message: the task, the hint (hinted arm only), the action format,
+    and, when ``tools`` are given (``PlayConfig.template_tools`` off) and the observation does
+    not already list each of them, the tools (:func:`tool_lines`)."""
     hint_block = f"A hint from the game's designer: {hint.strip()}\n\n" if hint else ""
+    names = [t.get("function", t).get("name", "") for t in tools or ()]
+    if tools and any(f"{n}(" not in observation for n in names):
+        observation = f"{observation}\n\nTools:\n" + "\n".join(tool_lines(tools))
     if setting == "tool-use":
         how = (
             "Call tools with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> (several "
@@ -22,6 +29,31 @@ def first_message(setting: str, observation: str, hint: str | None) -> str:
     else:
         how = "Reply with one short sentence, then your move in a box as the game shows, like \\boxed{...}."
     return f"You are playing a text game. Make valid moves to win.\n\n{hint_block}{observation}\n\n{how}"
+
+
+def tool_lines(tools: list[dict]) -> list[str]:
+    """Tools in the OpenAI function format as one compact line each: ``name(arg: type,
+    opt?: type): description``, enums written as their values.
+
+    >>> tool_lines([{"type": "function", "function": {"name": "find", "description": "Find it.",
+    ...     "parameters": {"type": "object", "required": ["id"], "properties": {
+    ...         "id": {"type": "string"}, "kind": {"enum": ["a", "b"]}}}}}])
+    ['- find(id: string, kind?: "a"|"b"): Find it.']
+    """
+    lines = []
+    for tool in tools:
+        fn = tool.get("function", tool)
+        params = fn.get("parameters") or {}
+        required = set(params.get("required", ()))
+        fields = []
+        for key, sub in (params.get("properties") or {}).items():
+            sub = sub if isinstance(sub, dict) else {}
+            kind = ("|".join(json.dumps(e) for e in sub["enum"]) if sub.get("enum")
+                    else sub.get("type", "any"))
+            kind = "|".join(map(str, kind)) if isinstance(kind, list) else kind
+            fields.append(f"{key}{'' if key in required else '?'}: {kind}")
+        lines.append(f"- {fn.get('name', '?')}({', '.join(fields)}): {fn.get('description', '')}")
+    return lines
 
 
 def windowed(messages: list[dict[str, str]], keep: int | None,

@@ -133,6 +133,7 @@ class _Live:
     handle: object = None
     messages: list = field(default_factory=list)
     history_turns: int | None = None  # PlayConfig.history_turns
+    template_tools: bool = True  # PlayConfig.template_tools
     hint: str | None = None  # what the opening message showed (the hinted arm's hint)
     tools: list = field(default_factory=list)
     turns: list = field(default_factory=list)
@@ -154,9 +155,11 @@ class _Live:
     def conversation(self, thinking: bool | None):
         from spadework.policy.base import Conversation
 
+        listed = None if self.template_tools else self.tools
         messages = windowed(self.messages, self.history_turns,
-                            lambda obs: first_message(self.job.env.setting, obs, self.hint))
-        return Conversation(messages=tuple(messages), tools=tuple(self.tools), thinking=thinking)
+                            lambda obs: first_message(self.job.env.setting, obs, self.hint, listed))
+        return Conversation(messages=tuple(messages), thinking=thinking,
+                            tools=tuple(self.tools) if self.template_tools else ())
 
     def record(self) -> Episode:
         return Episode(
@@ -204,8 +207,10 @@ def _open(live: _Live, sandbox, job: PlayJob, cfg: PlayConfig) -> _Live:
         live.end("env_error", f"reset returned a malformed result: {e}")
         return live
     live.hint = hint if isinstance(hint, str) else None
-    live.history_turns = cfg.history_turns
-    live.messages = [{"role": "user", "content": first_message(job.env.setting, str(obs), live.hint)}]
+    live.history_turns, live.template_tools = cfg.history_turns, cfg.template_tools
+    listed = None if cfg.template_tools else live.tools
+    live.messages = [{"role": "user",
+                      "content": first_message(job.env.setting, str(obs), live.hint, listed)}]
     return live
 
 

@@ -107,6 +107,27 @@ def test_tool_loop_runs_several_calls_per_turn(sb, role):
     assert len(parse_tool_calls(first.turns[0].text)) == 1 and first.turns[0].finish_reason == "move"
 
 
+@pytest.mark.parametrize("history", [None, 0])
+def test_without_template_tools_the_opening_lists_the_tools_instead(sb, history):
+    """PlayConfig.template_tools = False: no schemas go to the chat template, and every opening
+    the agent sees (the first observation, or the one rebuilt around the latest observation)
+    lists each tool once."""
+    env = starter_env("tool_calendar")
+    replies = iter(['{"name": "get_timezone", "arguments": {"person": "nobody"}}', "not a call",
+                    "<answer>?</answer>"])
+    policy = ScriptedPolicy(lambda c, t: next(replies))
+    cfg = PlayConfig(max_turns=3, template_tools=False, history_turns=history)
+    ep, = play(policy, sb, [PlayJob(env, 5, "no_hint", 0)], cfg)
+    assert len(ep.turns) == 3
+    for (conv,) in policy.calls:
+        assert conv.tools == ()
+        assert conv.messages[0]["content"].count("- list_events(person:") == 1
+    default = ScriptedPolicy(lambda c, t: "<answer>?</answer>")
+    play(default, sb, [PlayJob(env, 5, "no_hint", 0)], PlayConfig(max_turns=1))
+    (conv,), = default.calls
+    assert conv.tools and conv.messages[0]["content"].count("- list_events(person:") == 1
+
+
 def test_tool_role_follows_the_chat_template():
     class Tok:
         chat_template = "{% if message.role == 'tool' %}<tool_response>{% endif %}"

@@ -95,3 +95,15 @@ def test_every_starter_game_passes_the_checker_in_the_sandbox(sandbox, max_turns
         assert report.ok, f"{env.name} (max_turns={max_turns}): {report.failed_stage}: {report.reason}"
         assert report.env_id == env.env_id
         accepted.append(env.code)
+
+
+def test_every_tool_starter_passes_the_checker_at_each_of_its_levels(sandbox):
+    """The tool-use preset's turn limit (8): every level of every tool starter is checked."""
+    from spadework.config import preset
+    from spadework.env.checker import check
+
+    cfg = preset("cpu-qwen-tools")
+    for env in starter_envs("tool-use"):
+        report = check(env.code, sandbox=sandbox, seeds=3, module=True, config=cfg.check)
+        assert report.ok, f"{env.name}: {report.failed_stage}: {report.reason}"
+        assert report.levels == 3, env.name

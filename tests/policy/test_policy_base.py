@@ -75,3 +75,15 @@ def test_greedy_logprob_is_raw():
     tok, lp = sample_tokens(logits, SamplingParams(temperature=0), [torch.Generator()])
     assert tok.item() == 0
     assert torch.allclose(lp, token_logprobs(logits, tok, 1.0))
+
+
+def test_a_tool_use_reply_stops_at_its_first_closed_call_or_answer():
+    from spadework.policy.base import cut_at_move
+
+    two = ('I look first. <tool_call>{"name": "a", "arguments": {}}</tool_call> then '
+           '<tool_call>{"name": "b", "arguments": {}}</tool_call>')
+    assert cut_at_move(two, "tool-use") == (two[: two.index("</tool_call>") + 12], True)
+    assert cut_at_move("<answer>7</answer> and more", "tool-use") == ("<answer>7</answer>", True)
+    thought = '<think><tool_call>{"name": "a"}</tool_call></think> so <answer>1</answer>'
+    assert cut_at_move(thought, "tool-use") == (thought, False)  # a call drafted while thinking
+    assert cut_at_move('{"name": "a", "arguments": {}}', "tool-use")[1] is False
