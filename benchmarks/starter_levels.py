@@ -12,7 +12,7 @@ curriculum has a rung to start on, and the top level less often (issue "Environm
 agent can read"). The table is a measurement of the environments as written, not of training.
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/starter_levels.py [--preset cpu-qwen]
-       [--plays 10] [--only maze,nim] [--modules DIR] [--history K] [--levels 1,2]
+       [--plays 10] [--only maze,nim] [--modules DIR] [--history K] [--levels 1,2] [--template-tools off]
        [--threads N] [--seed 7]
 """
 
@@ -59,6 +59,8 @@ def main() -> None:
                     help="play the environment modules in this folder instead of the starters")
     ap.add_argument("--history", type=int, default=None,
                     help="PlayConfig.history_turns (default: the preset's; 0: the latest observation only)")
+    ap.add_argument("--template-tools", choices=("on", "off"), default=None,
+                    help="PlayConfig.template_tools (default: the preset's; off: the opening lists the tools)")
     args = ap.parse_args()
 
     from agent_probe import measure
@@ -71,6 +73,9 @@ def main() -> None:
     cfg = preset(args.preset)
     if args.history is not None:
         cfg = dataclasses.replace(cfg, play=dataclasses.replace(cfg.play, history_turns=args.history))
+    if args.template_tools is not None:
+        cfg = dataclasses.replace(cfg, play=dataclasses.replace(cfg.play,
+                                                                template_tools=args.template_tools == "on"))
     wanted = {n for n in args.only.split(",") if n}
     if args.modules is not None:
         from designer_validity import extra_sources
@@ -85,7 +90,7 @@ def main() -> None:
     out: dict = {"benchmark": "starter_levels", "preset": args.preset, "agent_model": cfg.role_model("agent"),
                  "plays": args.plays, "max_turns": cfg.play.max_turns, "max_tokens": cfg.play.max_tokens,
                  "temperature": cfg.play.temperature, "seed": args.seed,
-                 "history_turns": cfg.play.history_turns,
+                 "history_turns": cfg.play.history_turns, "template_tools": cfg.play.template_tools,
                  "load_seconds": round(time.time() - t0, 1), "starters": {}}
     with Sandbox(Limits()) as sb:
         for s in starters:

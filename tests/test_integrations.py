@@ -148,7 +148,7 @@ def _state(result) -> dict:
 def test_mcp_serves_a_tool_environment_and_its_reward_matches_the_archive_replay(archive):
     pytest.importorskip("mcp")
     env = env_id(archive, "CalendarEnv")
-    replies, total, _ = replayed(archive, env, seed=5, max_turns=20)
+    replies, total, _ = replayed(archive, env, seed=5, level=3, max_turns=20)  # the whole task
     assert total == 1.0
 
     async def play(session, init):
@@ -168,7 +168,7 @@ def test_mcp_serves_a_tool_environment_and_its_reward_matches_the_archive_replay
         return names, results, after, state
 
     names, results, after, state = _mcp_session([str(archive), "--env", env[:10], "--seed", "5",
-                                                 "--max-turns", "20"], play)
+                                                 "--level", "3", "--max-turns", "20"], play)
     assert "submit_answer" in names and "cancel_event" in names
     assert all(not r.is_error for r in results)
     assert results[-1].structured_content["reward"] == 1.0
@@ -404,7 +404,9 @@ def test_harbor_tool_use_task_and_a_hanging_replay_are_scored(harbor_tasks, tmp_
     hang = '<tool_call>{"name": "lookup", "arguments": {"key": "hang-forever-7731"}}</tool_call>'
     t0 = time.monotonic()
     out = _run_task(hostile, tmp_path / "hang", solve=False, log=[hang])
-    assert out["reward"] == 0.0 and "replay failed (killed by signal" in out["error"]
+    # its CPU limit kills it, or on a loaded machine the wall-clock limit (twice that) comes first
+    assert out["reward"] == 0.0 and ("replay failed (killed by signal" in out["error"]
+                                     or out["error"] == "the replay timed out"), out["error"]
     assert time.monotonic() - t0 < 60
 
 

@@ -42,7 +42,8 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 ANSWER_TOOL = "submit_answer"
 #: The resource that reads back the episode's state.
 EPISODE_URI = "spadework://episode"
-_FORMAT_NOTE = "Call tools with <tool_call>"
+#: How the reply-format paragraph of a first observation starts (ToolEnv's, then its older form).
+_FORMAT_NOTE = ("Call a tool in a reply like this:", "Call tools with <tool_call>")
 
 
 @dataclass
