@@ -57,8 +57,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--modules", type=Path, default=None,
                     help="play the environment modules in this folder instead of the starters")
-    ap.add_argument("--history", type=int, default=None,
-                    help="PlayConfig.history_turns (default: the preset's; 0: the latest observation only)")
+    ap.add_argument("--history", default=None,
+                    help="PlayConfig.history_turns (default: the preset's; 0: the latest observation only; "
+                         "all: the whole conversation)")
     ap.add_argument("--template-tools", choices=("on", "off"), default=None,
                     help="PlayConfig.template_tools (default: the preset's; off: the opening lists the tools)")
     args = ap.parse_args()
@@ -72,7 +73,8 @@ def main() -> None:
 
     cfg = preset(args.preset)
     if args.history is not None:
-        cfg = dataclasses.replace(cfg, play=dataclasses.replace(cfg.play, history_turns=args.history))
+        history = None if args.history == "all" else int(args.history)
+        cfg = dataclasses.replace(cfg, play=dataclasses.replace(cfg.play, history_turns=history))
     if args.template_tools is not None:
         cfg = dataclasses.replace(cfg, play=dataclasses.replace(cfg.play,
                                                                 template_tools=args.template_tools == "on"))

@@ -10,6 +10,8 @@ where ``list_dir`` and ``stat`` take many; ``disk_usage`` answers the final ques
 ``chmod`` and ``checksum`` never help. The steps are dependent (which files exist and which is the
 largest depend on what was compressed and moved), and each is judged from the file tree, so
 compressing, moving or deleting everything does not win. ``reset(seed=None)`` plays seed 0.
+Level k plays the first k steps; level 1 has one file above the threshold and names it (the base
+0.5B agent won 0 of 5 plays with two to four to compress).
 """
 
 import random
@@ -98,7 +100,10 @@ class FileSystemEnv(ToolEnv):
             self._put(f"/archive/old-{k}.log.gz", rng.randint(10, 900), rng, "root")
         sizes = sorted(v["size"] for p, v in self.files.items() if p.startswith("/logs/")
                        and _ext(p) == ".log")
-        cut = rng.randint(len(sizes) - 4, len(sizes) - 2)  # 2 to 4 files above the threshold
+        # 2 to 4 files above the threshold; at level 1 one, so that step 1 is one compress call
+        cut = len(sizes) - 1 if self.level == 1 else rng.randint(len(sizes) - 4, len(sizes) - 2)
+        while cut > 1 and sizes[cut - 1] == sizes[cut]:  # a tie at the cut would leave none above
+            cut -= 1
         self.threshold = (sizes[cut - 1] + sizes[cut]) // 2
         self.big = sorted(p for p in self._in("/logs") if _ext(p) == ".log"
                           and self.files[p]["size"] > self.threshold)
