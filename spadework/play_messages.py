@@ -4,11 +4,11 @@ results come back in (``tool`` where the chat template renders it, else ``user``
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
 
+from spadework.env.toolenv import tool_signature
 from spadework.settings.play import PlayConfig
 
 
@@ -40,20 +40,9 @@ def tool_lines(tools: list[dict]) -> list[str]:
     ...         "id": {"type": "string"}, "kind": {"enum": ["a", "b"]}}}}}])
     ['- find(id: string, kind?: "a"|"b"): Find it.']
     """
-    lines = []
-    for tool in tools:
-        fn = tool.get("function", tool)
-        params = fn.get("parameters") or {}
-        required = set(params.get("required", ()))
-        fields = []
-        for key, sub in (params.get("properties") or {}).items():
-            sub = sub if isinstance(sub, dict) else {}
-            kind = ("|".join(json.dumps(e) for e in sub["enum"]) if sub.get("enum")
-                    else sub.get("type", "any"))
-            kind = "|".join(map(str, kind)) if isinstance(kind, list) else kind
-            fields.append(f"{key}{'' if key in required else '?'}: {kind}")
-        lines.append(f"- {fn.get('name', '?')}({', '.join(fields)}): {fn.get('description', '')}")
-    return lines
+    functions = [tool.get("function", tool) for tool in tools]
+    return [f"- {tool_signature(fn.get('name', '?'), fn.get('parameters'))}: "
+            f"{fn.get('description', '')}" for fn in functions]
 
 
 def windowed(messages: list[dict[str, str]], keep: int | None,

@@ -152,12 +152,16 @@ class _Live:
             self.handle.close()  # free the child and its descriptors at once
             self.handle = None
 
+    @property
+    def listed_tools(self) -> list | None:
+        """The tools the opening lists itself: all of them when the template does not get them."""
+        return None if self.template_tools else self.tools
+
     def conversation(self, thinking: bool | None):
         from spadework.policy.base import Conversation
 
-        listed = None if self.template_tools else self.tools
-        messages = windowed(self.messages, self.history_turns,
-                            lambda obs: first_message(self.job.env.setting, obs, self.hint, listed))
+        messages = windowed(self.messages, self.history_turns, lambda obs: first_message(
+            self.job.env.setting, obs, self.hint, self.listed_tools))
         return Conversation(messages=tuple(messages), thinking=thinking,
                             tools=tuple(self.tools) if self.template_tools else ())
 
@@ -208,9 +212,8 @@ def _open(live: _Live, sandbox, job: PlayJob, cfg: PlayConfig) -> _Live:
         return live
     live.hint = hint if isinstance(hint, str) else None
     live.history_turns, live.template_tools = cfg.history_turns, cfg.template_tools
-    listed = None if cfg.template_tools else live.tools
-    live.messages = [{"role": "user",
-                      "content": first_message(job.env.setting, str(obs), live.hint, listed)}]
+    live.messages = [{"role": "user", "content": first_message(job.env.setting, str(obs), live.hint,
+                                                               live.listed_tools)}]
     return live
 
 

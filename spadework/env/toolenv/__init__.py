@@ -9,7 +9,15 @@ imports it as ``spadework.env.toolenv``, and ``spadework.env.actions`` uses its 
 one parser of the format exists.
 """
 
-from .base import Instruction, ToolEnv, ToolError, answers_match, render_record, render_records
+from .base import (
+    Instruction,
+    ToolEnv,
+    ToolError,
+    answers_match,
+    render_record,
+    render_records,
+    tool_signature,
+)
 from .calls import (
     ToolCall,
     ToolCallFormatError,
@@ -37,4 +45,5 @@ __all__ = [
     "render_record",
     "render_records",
     "schema_error",
+    "tool_signature",
 ]

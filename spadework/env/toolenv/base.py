@@ -224,7 +224,7 @@ class ToolEnv:
         """
         steps = list(instructions)
         self._won_by_steps = not self.whole_task and len(steps) > 1
-        return steps[: max(1, self._level)] if self._won_by_steps else steps
+        return steps[: self._level] if self._won_by_steps else steps
 
     def solution_for_level(self, replies_per_step: list[list[str]], answer: object) -> list[str]:
         """The winning replies at this level, from the replies each step needs (in order) and
@@ -232,10 +232,9 @@ class ToolEnv:
         answer at the top level (below it the last step's calls win), merged by
         :meth:`fit_turns`."""
         cut = not self.whole_task and len(replies_per_step) > 1
-        played = replies_per_step[: max(1, self._level)] if cut else replies_per_step
+        played = replies_per_step[: self._level] if cut else replies_per_step
         replies = [r for step in played for r in step]
         return self.fit_turns(replies if cut else [*replies, self.reply_answer(answer)])
-
 
     def start(self, intro: str, instructions: list[Instruction] | tuple = ()) -> tuple[str, dict]:
         """Begin an episode (call at the end of ``reset``): clears turns, history and progress,
@@ -286,7 +285,7 @@ class ToolEnv:
         declared = self._declarations()
         for name, decl in declared.items():
             params = decl["parameters"]
-            filled = {k: _example_value(params["properties"].get(k, {}), k)
+            filled = {k: _example_value(params["properties"].get(k, {}))
                       for k in params.get("required", ())}
             if all(v is not None for v in filled.values()):
                 return _one_line_call(name, filled)
@@ -417,15 +416,7 @@ class ToolEnv:
 
     @staticmethod
     def _signature(name: str, decl: dict) -> str:
-        params = decl["parameters"]
-        required = set(params.get("required", ()))
-        fields = []
-        for key, sub in params["properties"].items():
-            kind = ("|".join(json.dumps(e) for e in sub["enum"]) if "enum" in sub
-                    else sub.get("type", "any"))
-            kind = "|".join(kind) if isinstance(kind, list) else kind
-            fields.append(f"{key}{'' if key in required else '?'}: {kind}")
-        return f"{name}({', '.join(fields)})"
+        return tool_signature(name, decl["parameters"])
 
     def _tool_lines(self) -> list[str]:
         return [f"- {self._signature(n, d)}: {d['description']}"
@@ -520,15 +511,37 @@ class ToolEnv:
                 "steps_done": self._instruction_index, "steps": len(self._instructions)}
 
 
+def tool_signature(name: str, parameters: object) -> str:
+    """A tool's arguments on one line, ``name(arg: type, opt?: type)``, enums written as their
+    values: what ToolEnv's observations list and what a host lists when the chat template does
+    not get the schemas (``spadework.play_messages.tool_lines``). Tolerates any JSON.
+
+    >>> tool_signature("find", {"required": ["id"], "properties": {
+    ...     "id": {"type": "string"}, "kind": {"enum": ["a", "b"]}, "n": {"type": ["integer", "null"]}}})
+    'find(id: string, kind?: "a"|"b", n?: integer|null)'
+    """
+    params = parameters if isinstance(parameters, dict) else {}
+    required = set(params.get("required") or ())
+    properties = params.get("properties")
+    fields = []
+    for key, sub in (properties if isinstance(properties, dict) else {}).items():
+        sub = sub if isinstance(sub, dict) else {}
+        kind = ("|".join(json.dumps(e) for e in sub["enum"]) if "enum" in sub
+                else sub.get("type", "any"))
+        kind = "|".join(map(str, kind)) if isinstance(kind, list) else kind
+        fields.append(f"{key}{'' if key in required else '?'}: {kind}")
+    return f"{name}({', '.join(fields)})"
+
+
 def _one_line_call(name: str, arguments: dict) -> str:
     return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
 
 
-def _example_value(schema: dict, name: str) -> object:
+def _example_value(schema: dict) -> object:
     """A value the schema accepts, for :meth:`ToolEnv.example_call`, or None when none is
     obvious (an object, or a string with no ``e.g.`` in its description).
 
-    >>> [_example_value(s, "x") for s in ({"enum": ["b", "a"]}, {"type": "integer", "minimum": 3},
+    >>> [_example_value(s) for s in ({"enum": ["b", "a"]}, {"type": "integer", "minimum": 3},
     ...     {"type": "string", "description": "a city, e.g. Lyon"}, {"type": "string"})]
     ['b', 3, 'Lyon', None]
     """
@@ -541,7 +554,7 @@ def _example_value(schema: dict, name: str) -> object:
     if kind == "boolean":
         return True
     if kind == "array":
-        item = _example_value(schema.get("items", {}), name)
+        item = _example_value(schema.get("items", {}))
         return None if item is None else [item]
     if kind == "string" or kind is None:
         described = str(schema.get("description", ""))
