@@ -22,8 +22,15 @@ class TrainConfig:
     truncated importance weight cap. ``kl_coef``: weight of the k3 KL to the reference model (the
     base model with adapters off; a frozen copy when ``lora=False``); 0 skips its forward pass.
     ``aggregation``: ``token`` or ``sequence`` (see ``token_weights``). ``micro_batch_size``:
-    samples per forward/backward pass, and ``micro_batch_tokens`` the most padded tokens
-    (rows x longest row) in one, a longer sample going alone (memory, not maths).
+    rows per forward/backward pass, and ``micro_batch_tokens`` the most padded tokens
+    (rows x widest row) in one, a wider row going alone (memory, not maths). ``share_prefix``:
+    samples whose prompts begin with at least this many of the same tokens run as one row,
+    those tokens once, each sample's own tokens attending to them and to themselves only
+    (``spadework.train.forward.shared_rows``); 0 runs every sample as its own row. The maths is
+    the same either way. The turns of a tool-use episode sampled from the latest observation
+    (``play.history_turns = 0``) all begin with the same system block of tool schemas and
+    task, about 1,000 of their 1,100 to 1,700 prompt tokens: sharing it runs a step's samples
+    in a fraction of the tokens (``benchmarks/shared_prefix.py``).
     ``gradient_checkpointing`` recomputes activations in the backward pass (less memory, about a
     third more compute). ``threads``: torch threads during a step (None: every core this
     process may use; nothing else runs in the train stage, and on the 2-core machine a step of
@@ -70,6 +77,7 @@ class TrainConfig:
     target_modules: tuple[str, ...] = DEFAULT_TARGETS
     micro_batch_size: int = 4
     micro_batch_tokens: int = 8192
+    share_prefix: int = 64
     gradient_checkpointing: bool = False
     threads: int | None = None
     seed: int = 0
@@ -96,6 +104,8 @@ class TrainConfig:
             (self.micro_batch_size >= 1, f"micro_batch_size must be >= 1, got {self.micro_batch_size}"),
             (self.micro_batch_tokens >= 1,
              f"micro_batch_tokens must be >= 1, got {self.micro_batch_tokens}"),
+            (isinstance(self.share_prefix, int) and self.share_prefix >= 0,
+             f"share_prefix must be an int >= 0 (0: no sharing), got {self.share_prefix!r}"),
             (self.mmap_threshold >= 0, f"mmap_threshold must be >= 0 (0: leave malloc as it "
                                        f"is), got {self.mmap_threshold}"),
             (self.compute_dtype in COMPUTE_DTYPES,

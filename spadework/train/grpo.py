@@ -46,7 +46,7 @@ from typing import Any
 from spadework.errors import ConfigError
 from spadework.settings.learner import TrainConfig
 from spadework.train.batch import ROLES, Sample
-from spadework.train.forward import micro_batches, pack, resolve_compute, selected_logprobs
+from spadework.train.forward import Row, micro_batches, pack, resolve_compute, samples_of, selected_logprobs
 from spadework.train.heap import bound_heap
 from spadework.train.loss import grpo_token_loss, token_weights
 from spadework.train.parallel import (
@@ -129,8 +129,8 @@ class Learner:
         Keys: loss, pg_loss, kl, entropy (nats per token), clip_frac, ratio_mean, ratio_max (PPO
         ratio), tis_mean (the capped weight), grad_norm (before clipping), step_skipped (1 when
         the gradient was not finite and no update was made), tokens, samples, samples_agent,
-        samples_designer, adv_mean, seconds, tokens_run (every token of the samples that were
-        run, prompts included: what the passes cost); per role (``agent``, ``designer``): ``loss_ROLE``
+        samples_designer, adv_mean, seconds, tokens_run (every token the passes ran, prompts
+        included, a prefix shared by a row's samples once: what the passes cost); per role (``agent``, ``designer``): ``loss_ROLE``
         (the role's share of ``loss``: the two add up to it), ``entropy_ROLE``, ``tokens_ROLE``
         and ``adv_mean_ROLE`` (None for a role with no samples in the batch); and
         ``importance_ratio``: for each role and for ``all`` tokens, the sampler-to-learner ratio
@@ -171,7 +171,7 @@ class Learner:
         by_role: dict[str, Counter[str]] = {role: Counter() for role in ROLES}
         maxima = {"ratio_max": 0.0}
         ratios = _RatioFigures(cfg.tis_cap)
-        every = micro_batches(run, cfg.micro_batch_size, cfg.micro_batch_tokens)
+        every = micro_batches(run, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix)
         micros = every if self.dp is None else shard_micro_batches(every, self.dp.rank, self.dp.world)
         if self.sharded:  # FSDP gathers each layer collectively: every replica runs as many passes
             rounds = max(len(shard_micro_batches(every, r, self.dp.world)) for r in range(self.dp.world))
@@ -190,7 +190,7 @@ class Learner:
             sums["clip"] += float(terms["clipped"].sum())
             sums["ratio"] += float(terms["ratio"].sum())
             sums["tis"] += float(terms["tis"].sum())
-            ratios.add(terms["sample_ratio"], [s.role for s in micro for _ in range(s.n_tokens)])
+            ratios.add(terms["sample_ratio"], [s.role for s in samples_of(micro) for _ in range(s.n_tokens)])
             maxima["ratio_max"] = max(maxima["ratio_max"], float(terms["ratio"].max()))
             if progress is not None:
                 progress(done, len(micros))
@@ -212,7 +212,7 @@ class Learner:
             "ratio_mean": sums["ratio"] / n, "ratio_max": maxima["ratio_max"],
             "tis_mean": sums["tis"] / n, "importance_ratio": ratios.figures(),
             "grad_norm": float(grad_norm), "step_skipped": float(not (finite and run)),
-            "tokens": float(total_tokens), "tokens_run": float(sum(s.length for s in run)),
+            "tokens": float(total_tokens), "tokens_run": float(sum(r.width for m in every for r in m)),
             "samples": float(len(samples)),
             "zero_advantage_samples": float(len(samples) - len(run)),
             "samples_agent": float(roles["agent"]), "samples_designer": float(roles["designer"]),
@@ -221,22 +221,24 @@ class Learner:
             **_role_figures(samples, by_role),
         }
 
-    def _micro_loss(self, micro: list[Sample], total_tokens: int,
+    def _micro_loss(self, rows: list[Row], total_tokens: int,
                     total_samples: int) -> tuple[Any, dict[str, Any], dict[str, float]]:
         import torch
 
         cfg = self.cfg
         dev = next(self.model.parameters()).device
-        ids, attn, select, targets = pack(micro, self.policy.pad_token_id, dev)
+        ids, attn, select, targets, positions = pack(rows, self.policy.pad_token_id, dev)
+        micro = samples_of(rows)
         temps = torch.tensor([s.sampling.scoring_temperature for s in micro for _ in range(s.n_tokens)],
                              device=dev)
-        logp, entropy = self._logprobs(self.model, ids, attn, select, targets, temps, entropy=True)
+        logp, entropy = self._logprobs(self.model, ids, attn, select, targets, temps, entropy=True,
+                                       positions=positions)
         logp_sampling = torch.tensor([lp for s in micro for lp in s.logprobs], device=dev)
         adv = torch.tensor([s.advantage for s in micro for _ in range(s.n_tokens)], device=dev)
         weights = torch.tensor(token_weights(
             [s.n_tokens for s in micro], cfg.aggregation,
             total_tokens=total_tokens, total_samples=total_samples), device=dev)
-        logp_ref = self._ref_logprobs(ids, attn, select, targets, temps) if cfg.kl_coef else None
+        logp_ref = self._ref_logprobs(ids, attn, select, targets, temps, positions) if cfg.kl_coef else None
         loss, terms = grpo_token_loss(
             logp, logp.detach(), logp_sampling, adv, weights, clip_low=cfg.clip_low,
             clip_high=cfg.clip_high, tis_cap=cfg.tis_cap, logp_ref=logp_ref, kl_coef=cfg.kl_coef,
@@ -255,14 +257,14 @@ class Learner:
                              "roles": roles}
 
     def _logprobs(self, model: Any, ids: Any, attn: Any, select: Any, targets: Any, temps: Any,
-                  entropy: bool = False) -> tuple[Any, Any]:
+                  entropy: bool = False, positions: Any = None) -> tuple[Any, Any]:
         """:func:`selected_logprobs` of ``model`` (the trained one), through the FSDP root when
         sharded, so that its hooks gather the weights for the pass and reduce its gradients."""
         if self._root is not None and model is self.model:
             return self._root(ids, attn, select, targets, temps, self.cfg.head_chunk, entropy,
-                              self._compute)
+                              self._compute, positions)
         return selected_logprobs(model, ids, attn, select, targets, temps, self.cfg.head_chunk, entropy,
-                                 self._compute)
+                                 self._compute, positions)
 
     def score(self, prompt_ids: Sequence[int], output_ids: Sequence[int], temperature: float = 1.0) -> list[float]:
         """Teacher-forced logprobs of ``output_ids`` after ``prompt_ids`` under the current
@@ -272,20 +274,21 @@ class Learner:
         sample = Sample("agent", tuple(prompt_ids), tuple(output_ids), (0.0,) * len(output_ids), 0.0,
                         Sampling(temperature))
         dev = next(self.model.parameters()).device
-        ids, attn, select, targets = pack([sample], self.policy.pad_token_id, dev)
+        ids, attn, select, targets, _ = pack([Row((sample,))], self.policy.pad_token_id, dev)
         with torch.no_grad():
             temps = torch.full((len(output_ids),), sample.sampling.scoring_temperature, device=dev)
             return [float(x) for x in self._logprobs(self.model, ids, attn, select, targets, temps)[0]]
 
-    def _ref_logprobs(self, ids: Any, attn: Any, select: Any, targets: Any, temps: Any) -> Any:
+    def _ref_logprobs(self, ids: Any, attn: Any, select: Any, targets: Any, temps: Any,
+                      positions: Any = None) -> Any:
         import torch
 
         with torch.no_grad():
             if self._ref is not None:
                 return selected_logprobs(self._ref, ids, attn, select, targets, temps, self.cfg.head_chunk,
-                                         compute=self._compute)[0]
+                                         compute=self._compute, positions=positions)[0]
             with self.model.disable_adapter():
-                return self._logprobs(self.model, ids, attn, select, targets, temps)[0]
+                return self._logprobs(self.model, ids, attn, select, targets, temps, positions=positions)[0]
 
     def save(self, directory: str | Path) -> Path:
         """Write a checkpoint (see :mod:`spadework.train.checkpoint`); returns the folder."""

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from spadework.errors import ConfigError
-from spadework.train.batch import Sample
+from spadework.train.batch import Sample  # noqa: F401 (the doctest's)
+from spadework.train.forward import Row
 from spadework.types import Sampling  # noqa: F401 (the doctest's)
 
 
@@ -44,21 +45,21 @@ class DataParallel:
             raise ConfigError(f"DataParallel needs 0 <= rank < world, got rank {self.rank} of {self.world}")
 
 
-def shard_micro_batches(micros: Sequence[Sequence[Sample]], rank: int, world: int) -> list[Sequence[Sample]]:
+def shard_micro_batches(micros: Sequence[Sequence[Row]], rank: int, world: int) -> list[Sequence[Row]]:
     """The micro-batches replica ``rank`` of ``world`` runs: largest first, each to the replica
     with the fewest padded tokens so far (ties to the lowest rank), the same on every replica.
 
-    >>> s = lambda n: Sample("agent", (1,) * n, (2,), (-0.1,), 0.0, Sampling(1.0))
+    >>> s = lambda n: Row((Sample("agent", (1,) * n, (2,), (-0.1,), 0.0, Sampling(1.0)),))
     >>> micros = [[s(9)], [s(2), s(3)], [s(5)]]
     >>> [[len(m) for m in shard_micro_batches(micros, r, 2)] for r in range(2)]
     [[1], [2, 1]]
     """
     load = [0] * world
     owner: dict[int, int] = {}
-    for k in sorted(range(len(micros)), key=lambda k: -len(micros[k]) * max(x.length for x in micros[k])):
+    for k in sorted(range(len(micros)), key=lambda k: -len(micros[k]) * max(x.width for x in micros[k])):
         r = min(range(world), key=lambda r: (load[r], r))
         owner[k] = r
-        load[r] += len(micros[k]) * max(x.length for x in micros[k])
+        load[r] += len(micros[k]) * max(x.width for x in micros[k])
     return [m for k, m in enumerate(micros) if owner[k] == rank]
 
 
@@ -107,7 +108,8 @@ def merge_figures(dp: DataParallel, sums: Counter[str], by_role: dict[str, Count
 
 def fully_shard_model(model: Any, dp: DataParallel, logprobs: Callable[..., Any]) -> Any:
     """FSDP over ``dp``'s replicas: each decoder layer its own unit, and a root module whose
-    forward is ``logprobs(model, ids, attn, select, targets, temps, chunk, entropy, compute)``
+    forward is ``logprobs(model, ids, attn, select, targets, temps, chunk, entropy, compute,
+    positions)``
     (``forward.selected_logprobs``: the learner runs the decoder and the LM head separately, so the
     model's own forward, where a root's hooks would sit, is never called).
     FSDP averages the replicas' gradients; the learner scales each replica's loss by the number

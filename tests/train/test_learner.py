@@ -367,3 +367,101 @@ def test_config_errors_say_what_to_set():
         TrainConfig(compute_dtype="fp16")
     with pytest.raises(ConfigError, match="head_chunk must be >= 0"):
         TrainConfig(head_chunk=-1)
+
+
+def shared_prefix_batch(policy, seed=3):
+    """Samples whose prompts begin with one of two long common beginnings (the turns of two
+    environments' episodes), one of them a packed episode with untrained tokens, plus two that
+    share nothing; on-policy logprobs, mixed advantages and temperatures."""
+    from spadework.train.batch import pack_turns
+
+    rng = random.Random(seed)
+    tokens = lambda n: tuple(rng.randrange(2, 64) for _ in range(n))
+    heads = (tokens(24), tokens(18))
+    out = []
+    for i in range(8):
+        prompt, output = heads[i % 2] + tokens(rng.randrange(1, 7)), tokens(rng.randrange(2, 7))
+        temp = 0.7 if i % 3 else 1.0
+        lps = tuple(teacher_forced_logprobs(policy.model, prompt, output, temp))
+        out.append(Sample("agent", prompt, output, lps, (-1.0) ** i * (1 + i / 10), Sampling(temp), key=i))
+    first = out[0]
+    host = tokens(3)
+    second = tokens(4)
+    prompt2 = first.prompt_ids + first.output_ids + host
+    lps2 = tuple(teacher_forced_logprobs(policy.model, prompt2, second, 1.0))
+    out[0], = pack_turns([first, Sample("agent", prompt2, second, lps2, first.advantage, first.sampling)])
+    assert out[0].trained and not all(out[0].trained)
+    for i in range(2):
+        prompt, output = tokens(5 + i), tokens(4)
+        out.append(Sample("agent", prompt, output, tuple(teacher_forced_logprobs(policy.model, prompt, output, 1.0)),
+                          0.5 - i, Sampling(1.0)))
+    return out
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("ckpt", [False, True])
+def test_samples_sharing_a_prompt_prefix_run_it_once_for_the_same_update(attention, ckpt):
+    """Rows of samples that share their prompts' beginning (run once, each sample attending to it
+    and to itself only, at its own positions) give the update, loss, entropy and ratios of one
+    row per sample, in fewer tokens; with a KL term the reference pass shares them too."""
+    results = []
+    for share in (0, 4):
+        policy = make_tiny_policy()
+        policy.model.set_attn_implementation(attention)
+        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=3, micro_batch_tokens=120,
+                                              share_prefix=share, gradient_checkpointing=ckpt,
+                                              kl_coef=0.05))
+        batch = shared_prefix_batch(policy)
+        before = lora_state(learner)
+        stats = learner.step(batch)
+        after = lora_state(learner)
+        results.append(({k: after[k] - before[k] for k in after}, stats, batch))
+    (d0, s0, batch), (d1, s1, _) = results
+    assert s1["tokens_run"] < s0["tokens_run"] == sum(s.length for s in batch)
+    # another summation order: float noise, which Adam's first step (about lr * sign(g)) scales
+    # up where a gradient is near its epsilon; the logprobs agree to 1e-6
+    assert max_diff(d0, d1) < 1e-5 and max(float(d.abs().max()) for d in d0.values()) > 0
+    for key in ("loss", "pg_loss", "kl", "entropy", "grad_norm", "tokens"):
+        assert s1[key] == pytest.approx(s0[key], abs=1e-5), key
+    r0, r1 = s0["importance_ratio"]["all"], s1["importance_ratio"]["all"]
+    assert abs(r1["mean"] - 1) < 1e-5 and r1["max"] == pytest.approx(r0["max"], abs=1e-5)
+
+
+def test_shared_rows_stay_within_the_token_budget_and_keep_every_sample():
+    from spadework.train.forward import micro_batches, samples_of
+
+    policy = make_tiny_policy()
+    batch = shared_prefix_batch(policy)
+    for budget in (40, 80, 200):
+        micros = micro_batches(batch, 2, budget, 4)
+        assert sorted(id(s) for m in micros for s in samples_of(m)) == sorted(id(s) for s in batch)
+        assert any(len(r.samples) > 1 for m in micros for r in m)
+        for m in micros:
+            assert len(m) == 1 or (len(m) <= 2 and len(m) * max(r.width for r in m) <= budget)
+            for r in m:
+                assert len(r.samples) == 1 or r.width <= budget
+                assert r.shared < min(len(s.prompt_ids) for s in r.samples) or len(r.samples) == 1
+                assert all(s.prompt_ids[:r.shared] == r.samples[0].prompt_ids[:r.shared] for s in r.samples)
+    with pytest.raises(ConfigError, match="share_prefix"):
+        TrainConfig(share_prefix=-1)
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_a_shared_row_scores_each_sample_as_it_was_sampled(attention):
+    """Each trained token of a shared row gets the logprob the sampler gave it alone."""
+    import torch
+
+    from spadework.train.forward import micro_batches, pack, samples_of, selected_logprobs
+
+    policy = make_tiny_policy()
+    policy.model.set_attn_implementation(attention)
+    batch = shared_prefix_batch(policy)
+    micros = micro_batches(batch, 3, 120, 4)
+    assert any(len(r.samples) > 2 for m in micros for r in m)
+    with torch.no_grad():
+        for m in micros:
+            ids, attn, select, targets, positions = pack(m, 0, "cpu")
+            temps = torch.tensor([s.sampling.scoring_temperature for s in samples_of(m) for _ in range(s.n_tokens)])
+            logp, _ = selected_logprobs(policy.model, ids, attn, select, targets, temps, positions=positions)
+            want = torch.tensor([lp for s in samples_of(m) for lp in s.logprobs])
+            assert float((logp - want).abs().max()) < 1e-5
