@@ -48,7 +48,7 @@ from _memory import peak_rss_mib, rss_mib  # noqa: E402  (this folder is on sys.
 from _timing import timed_stream  # noqa: E402
 
 
-ENGINE_COUNTERS = ("prefilled_tokens", "reused_tokens", "decode_steps", "sampled_rows")
+ENGINE_COUNTERS = ("prefilled_tokens", "reused_tokens", "copied_tokens", "decode_steps", "sampled_rows")
 
 
 class Clock:

@@ -187,14 +187,30 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
                        f"up to {ctx.cfg.play.max_turns} turns each (progress in turns)"
                        + (f" ({sum(unwinnable.values())} instances dropped: solution() loses them)"
                           if unwinnable else ""))
-    player = ctx.player or functools.partial(play, ctx.role_policy("agent"), ctx.sandbox)
+    engine = None if ctx.player else ctx.role_policy("agent")
+    before = _engine_counts(engine)
+    player = ctx.player or functools.partial(play, engine, ctx.sandbox)
     eps = player(jobs, ctx.cfg.play, seed=derive_seed(ctx.cfg.run_seed, it.i, "play"),
                  progress=lambda done, total: ctx.progress.advance("play", done, total))
     figures = {"episodes": len(eps), "statuses": M.statuses(eps), "tokens": M.output_tokens(eps),
                "unwinnable_instances": unwinnable}
+    if before:
+        figures["engine"] = {k: v - before[k] for k, v in _engine_counts(engine).items()}
     if getattr(ctx.player, "last", None):
         figures["rollout_workers"] = dict(ctx.player.last)
     return StageResult(figures, it.plan, lambda arch: arch.add_episodes(it.i, eps))
+
+
+#: What an engine that counts its work (llama.cpp's) did in a stage: prompt tokens computed,
+#: served from cached cells (of which copied from another sequence), decode steps and rows.
+ENGINE_COUNTERS = ("prefilled_tokens", "reused_tokens", "copied_tokens", "decode_steps", "sampled_rows")
+
+
+def _engine_counts(policy: Any) -> dict[str, int]:
+    """``policy``'s :data:`ENGINE_COUNTERS` now ({} for an engine that keeps none)."""
+    if policy is None or not all(hasattr(policy, k) for k in ENGINE_COUNTERS):
+        return {}
+    return {k: int(getattr(policy, k)) for k in ENGINE_COUNTERS}
 
 
 def _reward(ctx: RunContext, it: _Iteration) -> StageResult:

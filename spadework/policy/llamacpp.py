@@ -34,6 +34,9 @@ from spadework.policy.decode import chat_prompt_ids, checked_prompts, sample_tok
 from spadework.policy.llamacpp_lib import Row, context_params, default_threads, llama
 
 KV_TYPES = ("f32", "f16")
+#: A prompt copies another sequence's cached prefix when that is at least this many tokens
+#: longer than its own sequence's (a copy moves the whole stream: not worth a few tokens).
+COPY_MIN = 64
 
 
 class LlamaCppPolicy:
@@ -83,8 +86,10 @@ class LlamaCppPolicy:
         self._ctx: Any = None
         self._ctx_shape = (0, 0)  # (sequences, cells per sequence) of the live context
         self._kv: dict[int, list[int]] = {}  # sequence -> the tokens its KV cells hold
+        self._donors: set[int] = set()  # sequences copied from in the step being built
         self._owner: dict[int, Any] = {}  # sequence -> the stream key it last served
         self.reused_tokens = 0  # prompt tokens served from cached prefixes, not recomputed
+        self.copied_tokens = 0  # of those, the ones copied from another sequence's cells
         self.prefilled_tokens = 0  # prompt tokens computed (the rest of each prompt)
         self.decode_steps = 0  # llama_decode calls
         self.sampled_rows = 0  # rows that got a token, summed over steps (/ steps: occupancy)
@@ -308,28 +313,70 @@ class LlamaCppPolicy:
             self._ll.llama_memory_clear(self._ll.llama_get_memory(self._ctx), True)
         self._kv, self._owner = {}, {}
 
-    def _claim(self, mem: Any, free: list[int], prompt: list[int], key: Any = None,
-               reserved: frozenset = frozenset()) -> tuple[int, int]:
-        """Take a free sequence for ``prompt`` and drop its cells past the prefix it shares;
-        returns (sequence, tokens reused, at most all but the prompt's last token, whose logits
-        are needed). The sequence last claimed for ``key`` when it is free (a conversation's
-        next turn), else the one sharing the longest prefix among those not last claimed for a
-        key in ``reserved`` (conversations waiting for their next turn keep theirs)."""
-        def shared(seq: int) -> int:
-            held, n = self._kv.get(seq, ()), 0
-            limit = min(len(held), len(prompt) - 1)
-            while n < limit and held[n] == prompt[n]:
-                n += 1
-            return n
+    def _shared(self, seq: int, prompt: Sequence[int], pending: dict[int, int]) -> int:
+        """The leading tokens of ``prompt`` whose cells ``seq`` holds already computed (not its
+        ``pending[seq]`` last, fed in the step being built), at most all but the prompt's last
+        token (whose logits are needed)."""
+        held = self._kv.get(seq, ())
+        limit = min(len(held) - pending.get(seq, 0), len(prompt) - 1)
+        n = 0
+        while n < limit and held[n] == prompt[n]:
+            n += 1
+        return n
 
+    def _claim(self, mem: Any, free: list[int], prompt: list[int], key: Any = None,
+               reserved: frozenset = frozenset(), pending: dict[int, int] | None = None
+               ) -> tuple[int, int]:
+        """Take a free sequence for ``prompt`` and drop its cells past the prefix it shares;
+        returns (sequence, tokens reused). The sequence last claimed for ``key`` when it is free
+        (a conversation's next turn), else the one sharing the longest prefix among those not
+        last claimed for a key in ``reserved`` (conversations waiting for their next turn keep
+        theirs). When another sequence, busy or free, holds a prefix at least ``COPY_MIN``
+        tokens longer (the same opening of another episode: the system block and the task), its
+        cells are copied in instead (``llama_memory_seq_cp`` copies a sequence's whole stream;
+        the cells past the prefix are then dropped). ``pending``: tokens each sequence is fed in
+        the step being built, not yet computed (the prefill sets it for ``prompt``'s own)."""
+        pending = {} if pending is None else pending
         own = [q for q in free if key is not None and self._owner.get(q) == key]
-        pool = own or [q for q in free if self._owner.get(q) not in reserved] or free
-        best = max(pool, key=shared)
+        pool = (own or [q for q in free if self._owner.get(q) not in reserved and q not in self._donors]
+                or [q for q in free if q not in self._donors] or free)
+        best = max(pool, key=lambda q: self._shared(q, prompt, pending))
         free.remove(best)
-        reused = shared(best)
+        reused = self._shared(best, prompt, pending)
+        donor = max((q for q in self._kv if q != best), default=None,
+                    key=lambda q: self._shared(q, prompt, pending))
+        copied = self._shared(donor, prompt, pending) if donor is not None else 0
+        copy = copied >= reused + COPY_MIN
+        if copy:
+            # the stream is copied when the step's decode starts: until then the donor is
+            # not claimed, and the copy is no donor itself (its cells are not there yet)
+            self._ll.llama_memory_seq_cp(mem, donor, best, -1, -1)
+            self._donors.add(donor)
+            self.copied_tokens += copied
+            reused = copied
         self._ll.llama_memory_seq_rm(mem, best, reused, -1)
         self._kv[best], self._owner[best] = list(prompt), key
+        pending[best] = len(prompt) if copy else len(prompt) - reused
         return best, reused
+
+    def _defer(self, prompt: Sequence[int], pending: dict[int, int],
+               prefilling: list[Sequence[int]]) -> bool:
+        """Whether ``prompt`` should wait one step: a prompt prefilled in the step being built
+        shares at least ``COPY_MIN`` more of its leading tokens than any computed cells do, so
+        that next step it copies them instead of computing them again (the first turns of an
+        environment's episodes, which all open with the same system block and task)."""
+        if not prefilling:
+            return False
+        def lead(other: Sequence[int]) -> int:
+            n, limit = 0, min(len(other), len(prompt) - 1)
+            while n < limit and other[n] == prompt[n]:
+                n += 1
+            return n
+        soon = max(lead(p) for p in prefilling)
+        if soon < COPY_MIN:
+            return False
+        now = max((self._shared(q, prompt, pending) for q in self._kv), default=0)
+        return soon >= now + COPY_MIN
 
     def _apply_adapter(self) -> None:
         self._forget()  # cached keys and values were computed with the old weights
@@ -408,10 +455,15 @@ class LlamaCppPolicy:
                 outs: list[Row] = []  # rows that get a token this step
                 at: list[int] = []  # the batch index of each one's logits
                 fed: list[int] = []  # tokens each row feeds this step
+                pending: dict[int, int] = {}  # sequence -> its tokens fed this step
+                self._donors = set()
+                prefilling: list[list[int]] = []  # the prompts computed this step
                 for r in active:
                     if r.seq < 0:  # dropped by the growth above
                         text = r.prompt + r.out.ids
-                        r.seq, _ = self._claim(ll.llama_get_memory(self._ctx), free, text, r.key)
+                        r.seq, _ = self._claim(ll.llama_get_memory(self._ctx), free, text, r.key,
+                                               pending=pending)
+                        prefilling.append(text)
                         self.prefilled_tokens += len(text)
                         at.append(len(entries) + len(text) - 1)
                         entries += [(t, k, r.seq, k == len(text) - 1) for k, t in enumerate(text)]
@@ -420,6 +472,7 @@ class LlamaCppPolicy:
                         at.append(len(entries))
                         entries.append((r.out.ids[-1], len(r.prompt) + len(r.out.ids) - 1, r.seq, True))
                         self._kv[r.seq].append(r.out.ids[-1])
+                        pending[r.seq] = 1
                         fed.append(1)
                     outs.append(r)
                 reserved = frozenset(r.key for r in waiting if r.key is not None)
@@ -431,9 +484,14 @@ class LlamaCppPolicy:
                     waiting = deque(r for r in waiting if r not in admit)
                 while waiting and len(admit) < len(free) and waiting[0].cells <= self._ctx_shape[1]:
                     admit.append(waiting.popleft())
+                deferred = []
                 for r in admit:
+                    if self._defer(r.prompt, pending, prefilling):
+                        deferred.append(r)  # next step it copies what this one computes
+                        continue
                     r.seq, reused = self._claim(ll.llama_get_memory(self._ctx), free, r.prompt,
-                                                r.key, reserved)
+                                                r.key, reserved, pending)
+                    prefilling.append(r.prompt)
                     self.reused_tokens += reused
                     self.prefilled_tokens += len(r.prompt) - reused
                     last = len(r.prompt) - 1
@@ -442,6 +500,7 @@ class LlamaCppPolicy:
                                 for k in range(reused, len(r.prompt))]
                     outs.append(r)
                     fed.append(len(r.prompt) - reused)
+                waiting.extendleft(reversed(deferred))
                 start = time.perf_counter()
                 self._submit(batch, entries)
                 self.decode_steps += 1

@@ -145,6 +145,28 @@ def test_a_next_turn_reuses_the_cached_prefix_and_scores_as_a_fresh_prefill(engi
     assert engine.reused_tokens == before  # nothing cached survives a weight change
 
 
+def test_episodes_with_one_opening_copy_its_cells_and_score_as_a_fresh_prefill(engine):
+    """Prompts that open with the same 300 tokens (an environment's system block and task) and
+    end differently: the first computes the opening, the others wait one step and copy its cells
+    into their own sequences (across KV streams), computing only their tails; the logprobs they
+    report still match a fresh teacher-forced pass, and a turn that continues its own
+    conversation keeps its own sequence."""
+    opening = [100 + (7 * k) % 5000 for k in range(300)]
+    prompts = [opening + [300 + i] * (5 + i) for i in range(5)]
+    params = SamplingParams(temperature=1.0, max_tokens=6, seed=13)
+    engine.release()
+    before = engine.reused_tokens, engine.copied_tokens, engine.prefilled_tokens
+    out = engine.generate_ids(prompts, params)
+    copied = engine.copied_tokens - before[1]
+    assert copied == 4 * 300 and engine.reused_tokens - before[0] == copied
+    assert engine.prefilled_tokens - before[2] == sum(len(p) for p in prompts) - copied
+    gaps = [abs(a - b) for p, c in zip(prompts, out)
+            for a, b in zip(engine.score(p, c.output_ids, 1.0), c.logprobs)]
+    assert sum(gaps) / len(gaps) < GAP_TOL and max(gaps) < TOKEN_TOL
+    alone = [engine.generate_ids(prompts[: i + 1], params)[i] for i in range(5)]  # row i keeps its seed
+    assert _shared(alone, out) >= 0.6
+
+
 def test_a_stream_keeps_the_batch_full_across_turns(engine):
     """Ten three-turn conversations through a stream on 8 sequences (and a prompt too long for
     the model): each next turn joins the batch while others decode, takes the sequence holding
