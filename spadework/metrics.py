@@ -221,5 +221,6 @@ def iteration_summary(figures: Mapping[str, Any], episodes: Sequence[Episode], *
         "tokens": {"design": design.get("tokens", 0), "play": play_f.get("tokens", 0)},
         "eval": figures.get("eval") if (figures.get("eval") or {}).get("due") else None,
         "unwinnable_instances": play_f.get("unwinnable_instances", {}),
+        "engine": play_f.get("engine"),
         "seconds": {n: (figures.get(n) or {}).get("seconds") for n in stages},
     }

@@ -133,7 +133,7 @@ def test_a_preset_over_another_changes_only_what_it_states() -> None:
     from spadework.config import preset
 
     base, tools = preset("cpu-qwen"), preset("cpu-qwen-tools")
-    assert (tools.setting, tools.play.max_turns, tools.curriculum.pool_size) == ("tool-use", 8, 4)
+    assert (tools.setting, tools.play.max_turns, tools.curriculum.pool_size) == ("tool-use", 8, 3)
     assert (tools.model, tools.designer_model, tools.learner, tools.reward) == \
         (base.model, base.designer_model, base.learner, base.reward)
     assert tools.play.max_tokens == base.play.max_tokens and tools.design.examples == base.design.examples
