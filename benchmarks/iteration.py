@@ -47,8 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _memory import peak_rss_mib, rss_mib  # noqa: E402  (this folder is on sys.path as a script)
 from _timing import timed_stream  # noqa: E402
 
+from spadework.policy.llamacpp import LlamaCppPolicy  # noqa: E402
 
-ENGINE_COUNTERS = ("prefilled_tokens", "reused_tokens", "copied_tokens", "decode_steps", "sampled_rows")
+ENGINE_COUNTERS = LlamaCppPolicy.COUNTERS
 
 
 class Clock:

@@ -41,7 +41,7 @@ def one_mode(engine, sandbox, jobs, cfg, seed: int) -> dict:
 
     engine.release()
     engine._submit = timed
-    counters = ("prefilled_tokens", "reused_tokens", "copied_tokens", "decode_steps", "sampled_rows")
+    counters = engine.COUNTERS
     before = {k: getattr(engine, k) for k in counters}
     start = time.perf_counter()
     try:

@@ -201,16 +201,10 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
     return StageResult(figures, it.plan, lambda arch: arch.add_episodes(it.i, eps))
 
 
-#: What an engine that counts its work (llama.cpp's) did in a stage: prompt tokens computed,
-#: served from cached cells (of which copied from another sequence), decode steps and rows.
-ENGINE_COUNTERS = ("prefilled_tokens", "reused_tokens", "copied_tokens", "decode_steps", "sampled_rows")
-
-
 def _engine_counts(policy: Any) -> dict[str, int]:
-    """``policy``'s :data:`ENGINE_COUNTERS` now ({} for an engine that keeps none)."""
-    if policy is None or not all(hasattr(policy, k) for k in ENGINE_COUNTERS):
-        return {}
-    return {k: int(getattr(policy, k)) for k in ENGINE_COUNTERS}
+    """The work counters of an engine that keeps them (``COUNTERS``: llama.cpp's) now; {} for
+    one that keeps none."""
+    return {k: int(getattr(policy, k)) for k in getattr(policy, "COUNTERS", ())}
 
 
 def _reward(ctx: RunContext, it: _Iteration) -> StageResult:

@@ -146,6 +146,19 @@ def sample_tokens(
     return tokens, token_logprobs(logits, tokens, params.temperature)
 
 
+def common_prefix(a: Sequence[int], b: Sequence[int], limit: int) -> int:
+    """How many leading tokens ``a`` and ``b`` share, at most ``limit`` (the engine's cached
+    prefixes and the learner's shared rows both ask).
+
+    >>> common_prefix((1, 2, 3, 4), (1, 2, 9), 5), common_prefix((1, 2, 3), (1, 2, 3), 2)
+    (2, 2)
+    """
+    n, limit = 0, min(limit, len(a), len(b))
+    while n < limit and a[n] == b[n]:
+        n += 1
+    return n
+
+
 def checked_prompts(prompts: Sequence[Sequence[int]], context: int,
                     n_vocab: int | None = None) -> list[list[int]]:
     """``prompts`` as lists, or PolicyError for an empty one, one that leaves no room in

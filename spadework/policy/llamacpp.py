@@ -30,7 +30,7 @@ from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams, StreamRequest
-from spadework.policy.decode import chat_prompt_ids, checked_prompts, sample_tokens
+from spadework.policy.decode import chat_prompt_ids, checked_prompts, common_prefix, sample_tokens
 from spadework.policy.llamacpp_lib import Row, context_params, default_threads, llama
 
 KV_TYPES = ("f32", "f16")
@@ -55,6 +55,9 @@ class LlamaCppPolicy:
 
     #: Its entry in the backend table (:mod:`spadework.policy.backends`).
     backend = "llamacpp"
+    #: The counters of its work (attributes, cumulative): prompt tokens computed, served from
+    #: cached cells (of which copied from another sequence), decode steps, rows sampled.
+    COUNTERS = ("prefilled_tokens", "reused_tokens", "copied_tokens", "decode_steps", "sampled_rows")
 
     def __init__(
         self, gguf: str | Path, tokenizer: Any, *, max_batch_size: int = 16,
@@ -318,11 +321,7 @@ class LlamaCppPolicy:
         ``pending[seq]`` last, fed in the step being built), at most all but the prompt's last
         token (whose logits are needed)."""
         held = self._kv.get(seq, ())
-        limit = min(len(held) - pending.get(seq, 0), len(prompt) - 1)
-        n = 0
-        while n < limit and held[n] == prompt[n]:
-            n += 1
-        return n
+        return common_prefix(held, prompt, min(len(held) - pending.get(seq, 0), len(prompt) - 1))
 
     def _claim(self, mem: Any, free: list[int], prompt: list[int], key: Any = None,
                reserved: frozenset = frozenset(), pending: dict[int, int] | None = None
@@ -337,15 +336,15 @@ class LlamaCppPolicy:
         the cells past the prefix are then dropped). ``pending``: tokens each sequence is fed in
         the step being built, not yet computed (the prefill sets it for ``prompt``'s own)."""
         pending = {} if pending is None else pending
+        shares = {q: self._shared(q, prompt, pending) for q in {*free, *self._kv}}
         own = [q for q in free if key is not None and self._owner.get(q) == key]
         pool = (own or [q for q in free if self._owner.get(q) not in reserved and q not in self._donors]
                 or [q for q in free if q not in self._donors] or free)
-        best = max(pool, key=lambda q: self._shared(q, prompt, pending))
+        best = max(pool, key=shares.__getitem__)
         free.remove(best)
-        reused = self._shared(best, prompt, pending)
-        donor = max((q for q in self._kv if q != best), default=None,
-                    key=lambda q: self._shared(q, prompt, pending))
-        copied = self._shared(donor, prompt, pending) if donor is not None else 0
+        reused = shares[best]
+        donor = max((q for q in self._kv if q != best), default=None, key=shares.__getitem__)
+        copied = shares[donor] if donor is not None else 0
         copy = copied >= reused + COPY_MIN
         if copy:
             # the stream is copied when the step's decode starts: until then the donor is
@@ -367,12 +366,7 @@ class LlamaCppPolicy:
         environment's episodes, which all open with the same system block and task)."""
         if not prefilling:
             return False
-        def lead(other: Sequence[int]) -> int:
-            n, limit = 0, min(len(other), len(prompt) - 1)
-            while n < limit and other[n] == prompt[n]:
-                n += 1
-            return n
-        soon = max(lead(p) for p in prefilling)
+        soon = max(common_prefix(p, prompt, len(prompt) - 1) for p in prefilling)
         if soon < COPY_MIN:
             return False
         now = max((self._shared(q, prompt, pending) for q in self._kv), default=0)

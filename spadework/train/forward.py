@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from spadework.policy.decode import common_prefix
 from spadework.train.batch import Sample
 
 
@@ -33,16 +34,6 @@ class Row:
     def width(self) -> int:
         """The tokens the row runs."""
         return self.shared + sum(s.length - self.shared for s in self.samples)
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int], cap: int) -> int:
-    """How many leading tokens ``a`` and ``b`` share, at most ``cap``."""
-    n = 0
-    for x, y in zip(a[:cap], b[:cap]):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def shared_rows(samples: Sequence[Sample], max_tokens: int, min_shared: int) -> list[Row]:
