@@ -29,10 +29,10 @@ SYSTEM = (
 #: How to write a ToolEnv subclass, for the tool-use designer prompt. The example is executed by
 #: the tests (tests/env/test_toolenv.py), so it stays true to ``spadework.env.toolenv``.
 SUBCLASS_GUIDE = '''\
-Write the environment as a subclass of ToolEnv (`from toolenv import Instruction, ToolEnv,
-ToolError, render_record, render_records`). The base class parses replies, checks arguments
-against your schemas, runs the calls, reveals instructions step by step, counts turns and judges
-the <answer>; you write only the domain:
+Write the environment as a subclass of ToolEnv (`from toolenv import ToolEnv, ToolError,
+render_record, render_records`). The base class parses replies, checks arguments against your
+schemas, runs the calls, reveals the steps one by one, counts turns, judges the <answer> and
+writes the solution; you write only the domain:
 
 - declare_tools(self) -> {name: {"description": str, "parameters": JSON schema object}} with
   "required", "enum", "minimum" etc. where they apply; each tool is a method tool_<name>(**args)
@@ -40,20 +40,16 @@ the <answer>; you write only the domain:
   ToolError("reason") for a failure the agent should read (not found, not allowed).
 - LEVELS = 3 and three steps: level 1 plays step 1, level 2 steps 1-2, level 3 all of them.
 - reset(self, seed=None): build 10-50 records from random.Random(seed) and end with
-  `return self.start(intro, self.steps_for_level([Instruction(text, done), ...]))`; done() is
-  a zero-argument callable that checks the STATE (or self.called(tool, **args)), and must be
-  False at reset.
-- expected_answer(self): the final answer of the whole task, computed from the state when the
-  agent answers (default "done"). Below the top level the episode is won when its steps are done.
-- solution(self): the calls each step needs, as one list of replies per step, written with
-  self.reply_call(tool, **args), and the final answer; return
-  self.solution_for_level([[...step 1...], [...step 2...], [...step 3...]], answer), which plays
-  the steps of this level and, at the top level, answers.
+  `return self.start(intro, self.steps_for_level([self.call_step(text, tool, **args), ...]))`.
+  Each step is the one call that does it: the step is done once that tool is called with those
+  arguments, and the base class's solution() makes exactly these calls, in order.
+- expected_answer(self): the final answer of the whole task, computed from the state after the
+  steps' calls (default "done"). Do not write solution(): the base class writes it.
 
 Example:
 
 import random
-from toolenv import Instruction, ToolEnv, ToolError
+from toolenv import ToolEnv, ToolError
 
 class PantryEnv(ToolEnv):
     LEVELS = 3
@@ -71,20 +67,16 @@ class PantryEnv(ToolEnv):
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self.stock = {f"item{i}": rng.randint(3, 9) for i in range(12)}
+        self.stock = {f"item{i}": rng.randint(4, 9) for i in range(12)}
         self.target = rng.choice(sorted(self.stock))
-        self.used = []
+        half = self.stock[self.target] // 2
         return self.start("You keep a pantry.", self.steps_for_level([
-            Instruction(f"Check how many {self.target} are in stock.",
-                        lambda: self.called("count", item=self.target)),
-            Instruction(f"Use half of the {self.target} (rounded down).",
-                        lambda: self.used == [(self.target, self.half)]),
-            Instruction(f"Use 1 more {self.target}, then answer with how many are left.",
-                        lambda: self.used[1:] == [(self.target, 1)])]))
-
-    @property
-    def half(self):
-        return (self.stock[self.target] + sum(u for _, u in self.used)) // 2
+            self.call_step(f"Check how many {self.target} are in stock.",
+                           "count", item=self.target),
+            self.call_step(f"Use half of the {self.target} (rounded down).",
+                           "use", item=self.target, units=half),
+            self.call_step(f"Use 1 more {self.target}, then answer with how many are left.",
+                           "use", item=self.target, units=1)]))
 
     def tool_count(self, item):
         return f"{item}: {self.stock[item]}"
@@ -93,7 +85,6 @@ class PantryEnv(ToolEnv):
         if units > self.stock[item]:
             raise ToolError(f"only {self.stock[item]} {item} left")
         self.stock[item] -= units
-        self.used.append((item, units))
         return f"{item}: {self.stock[item]} left"
 
     def tool_weather(self):
@@ -101,13 +92,6 @@ class PantryEnv(ToolEnv):
 
     def expected_answer(self):
         return str(self.stock[self.target])
-
-    def solution(self):
-        n = self.stock[self.target]
-        return self.solution_for_level([[self.reply_call("count", item=self.target)],
-                                        [self.reply_call("use", item=self.target, units=n // 2)],
-                                        [self.reply_call("use", item=self.target, units=1)]],
-                                       n - n // 2 - 1)
 '''
 
 #: How to write a GameEnv subclass, for the games designer prompt (the example module the
@@ -168,15 +152,16 @@ CHECKLIST = {
     ),
     "tool-use": (
         "Mistakes that get a module rejected, so avoid them:\n"
-        "- reset() ends with `return self.start(intro, self.steps_for_level([Instruction(...), "
+        "- reset() ends with `return self.start(intro, self.steps_for_level([self.call_step(...), "
         "...]))`.\n"
-        "- solution() returns self.solution_for_level(...), which ends with the answer; a "
-        "solution that stops after its tool calls, or answers before every step's done() is "
-        "True, never wins. Each step's calls in solution() make that step's done() True.\n"
+        "- Each step is self.call_step(text, tool, **args) with the exact arguments that do it, "
+        "and every such call succeeds from the state reset() builds (a value in the tool's enum, "
+        "a record that exists). Do not write solution(); the base class makes the steps' calls "
+        "and answers expected_answer().\n"
         "- The answer is a value such as 15 or EV-104, computed from the state, never a "
         "sentence.\n"
-        "- Use only the helpers ToolEnv has: self.start, self.steps_for_level, self.called, "
-        "self.reply_call, self.reply_answer, self.solution_for_level.\n"
+        "- Use only the helpers ToolEnv has: self.start, self.steps_for_level, self.call_step, "
+        "self.called.\n"
         "- Every method has a working body: no pass, no ..., no placeholder comments, no "
         "NotImplementedError.\n"
         "- Import every module you use at the top.\n"
@@ -218,6 +203,27 @@ REPAIR_ADVICE = {
                    "and make each level harder than the one below.",
     "novelty": "Design a different game, not a copy of an existing one.",
 }
+#: The advice that differs for a ToolEnv subclass (setting ``tool-use``).
+TOOL_REPAIR_ADVICE = {
+    "contract": "Declare a tool in declare_tools() only with its method tool_<name>(**args), and "
+                "give each tool's parameters as a JSON schema of type object.",
+    "solvable": "Write each step as self.call_step(text, tool, **args) with the exact arguments "
+                "that do it, make each of those calls succeed from the state reset() builds, do "
+                "not write solution() (the base class makes the steps' calls and answers "
+                "expected_answer()), and return a value from expected_answer(), not a sentence.",
+    "novelty": "Design a different task, not a copy of an existing one.",
+}
+
+
+def repair_advice(stage: str, setting: str = "games") -> str:
+    """What a passing module does instead of failing at ``stage``, for ``setting``.
+
+    >>> "call_step" in repair_advice("solvable", "tool-use"), "judge()" in repair_advice("solvable")
+    (True, True)
+    """
+    if setting == "tool-use" and stage in TOOL_REPAIR_ADVICE:
+        return TOOL_REPAIR_ADVICE[stage]
+    return REPAIR_ADVICE.get(stage, "")
 
 #: How a fresh design's reply starts: a comment naming the document's concept, inside the code
 #: block, ties the module to the document rather than to the example. Measured on the 0.5B
@@ -441,8 +447,8 @@ def build_mutation_prompt(parent: Parent, skill: Skill, *, difficulty: str = "me
 
 
 def repair_messages(messages: Sequence[dict[str, str]], reply: str, stage: str,
-                    reason: str, *, cut: bool = False,
-                    max_tokens: int | None = None) -> list[dict[str, str]]:
+                    reason: str, *, cut: bool = False, max_tokens: int | None = None,
+                    setting: str = "games") -> list[dict[str, str]]:
     """The conversation of a repair turn: the attempt, its reply, the checker's verdict and
     what a passing module does instead (:data:`REPAIR_ADVICE`). ``cut``: the reply ended at
     ``max_tokens``; the model is told so and asked for a shorter module (the screen's reason
@@ -456,16 +462,16 @@ def repair_messages(messages: Sequence[dict[str, str]], reply: str, stage: str,
     True
     """
     return [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": (
-        f"{_verdict(stage, reason, cut)}\n\nFix the problem, keep the same idea and follow the "
+        f"{_verdict(stage, reason, cut, setting)}\n\nFix the problem, keep the same idea and follow the "
         "contract. " + reply_instruction(max_tokens, new=False).replace("Reply with", "Return", 1))}]
 
 
-def _verdict(stage: str, reason: str, cut: bool) -> str:
+def _verdict(stage: str, reason: str, cut: bool, setting: str = "games") -> str:
     if cut:
         return ("Your reply was cut off at the length limit before the module ended, so it "
                 "was rejected. Write a much shorter module with the same idea.")
     return (f"The module failed validation at the {stage} stage: {reason}\n\n"
-            f"{REPAIR_ADVICE.get(stage, '')}").rstrip()
+            f"{repair_advice(stage, setting)}").rstrip()
 
 
 #: How a fresh repair's verdict opens: what marks its prompt as a repair
@@ -506,7 +512,8 @@ def examples_block(examples: Sequence[str]) -> str:
 
 
 def fresh_repair_messages(messages: Sequence[dict[str, str]], stage: str, reason: str, *,
-                          cut: bool = False, drop_example: bool = False) -> list[dict[str, str]]:
+                          cut: bool = False, drop_example: bool = False,
+                          setting: str = "games") -> list[dict[str, str]]:
     """A repair as a new request: the attempt's own prompt with the verdict on its rejected
     reply, but not the reply itself (``DesignConfig.repair = "fresh"``). Measured in three
     ``cpu-qwen`` runs: asked in the same chat (:func:`repair_messages`), the 1.5B designer
@@ -537,7 +544,7 @@ def fresh_repair_messages(messages: Sequence[dict[str, str]], stage: str, reason
     verdict = (f"{REPAIR_MARK} cut off at the length limit before its module ended. Write a "
                "much shorter module." if cut else
                f"{REPAIR_MARK} rejected at the {stage} stage: {reason}\n"
-               f"{REPAIR_ADVICE.get(stage, '')}".rstrip())
+               f"{repair_advice(stage, setting)}".rstrip())
     body, _, ask = text.rpartition("\n\n")
     last["content"] = (f"{body}\n\n{verdict} Write a new module that does not repeat that "
                        f"mistake.\n\n{ask}" if body else f"{verdict}\n\n{text}")

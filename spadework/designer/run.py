@@ -227,9 +227,10 @@ class DesignRun:
         cut = c.finish_reason == "length"
         if self.cfg.repair == "fresh":
             return fresh_repair_messages(req.messages, j.outcome, j.reason, cut=cut,
-                                         drop_example=j.outcome == "novelty")
+                                         drop_example=j.outcome == "novelty",
+                                         setting=req.slot.skill.setting)
         return repair_messages(req.messages, c.text, j.outcome, j.reason, cut=cut,
-                               max_tokens=self.cfg.max_tokens)
+                               max_tokens=self.cfg.max_tokens, setting=req.slot.skill.setting)
 
     def _plan(self, slot: int, skill: Skill) -> _Slot:
         parent = None

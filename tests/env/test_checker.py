@@ -654,3 +654,17 @@ def test_the_check_display_draws_only_on_a_terminal():
         display._bars.refresh()
         drawn = tty.getvalue()
     assert "contract" in drawn and "7/25" in drawn and "steps" in drawn and "60 s budget" in drawn
+
+
+def test_a_tool_env_of_call_steps_is_checked_at_every_level_with_the_failing_call_named(sb):
+    from spadework.designer.prompts import SUBCLASS_GUIDE
+
+    code = SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):]  # no solution(): call_step
+    assert "def solution" not in code
+    report = check(code, sandbox=sb)
+    assert report.ok, report.reason
+    bad = code.replace('"use", item=self.target, units=half)', '"use", item="flour", units=half)')
+    report = check(bad, sandbox=sb)
+    assert (report.failed_stage, report.reason.split(":")[0]) == ("solvable", "level 2")  # 1 passes
+    assert 'call 2 of the steps, use({"item": "flour"' in report.reason
+    assert "must be one of" in report.reason

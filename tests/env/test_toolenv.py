@@ -539,3 +539,71 @@ def test_level_is_read_only():
     env = TwoStepEnv(level=2)
     with pytest.raises(AttributeError, match="built at"):
         env.level = 1
+
+
+class DeskEnv(ToolEnv):
+    """Three steps written as calls; ``mixed`` makes step 2 a bare Instruction."""
+
+    LEVELS = 3
+
+    def declare_tools(self):
+        form = {"type": "string", "enum": ["A-1", "B-2", "C-3", "D-4"]}
+        return {"file": {"description": "File a form.", "parameters": {
+                    "type": "object", "required": ["form"], "properties": {"form": form}}},
+                "stamp": {"description": "Stamp a filed form.", "parameters": {
+                    "type": "object", "required": ["form"], "properties": {"form": form}}}}
+
+    def tool_file(self, form):
+        self.filed.append(form)
+        return f"{form} filed"
+
+    def tool_stamp(self, form):
+        if form not in self.filed:
+            raise ToolError(f"{form} is not filed")
+        self.stamped.append(form)
+        return f"{form} stamped"
+
+    def expected_answer(self):
+        return str(len(self.filed) + 10 * len(self.stamped))
+
+    def reset(self, seed=None):
+        self.filed, self.stamped = [], []
+        first, second = self.options.get("forms", ("B-2", "C-3"))
+        step2 = (Instruction("Stamp it.", lambda: first in self.stamped)
+                 if self.options.get("mixed") else self.call_step("Stamp it.", "stamp", form=first))
+        return self.start("A desk.", self.steps_for_level([
+            self.call_step(f"File {first}.", "file", form=first), step2,
+            self.call_step(f"File {second}.", "file", form=second)]))
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_call_steps_give_a_winning_solution_at_every_level_and_leave_the_state_alone(level):
+    env = DeskEnv(level=level)
+    env.reset(seed=0)
+    replies = env.solution()
+    assert (env.filed, env.stamped, env.call_history) == ([], [], [])  # worked out on a copy
+    assert [r.count("<tool_call>") for r in replies] == [1] * level + [0] * (level == 3)
+    if level == 3:
+        assert replies[-1] == "<answer>12</answer>"  # the state after the calls, not at reset
+    *_, (obs, reward, terminated, _, info) = [env.step(r) for r in replies]
+    assert (reward, terminated, info["steps_done"]) == (1.0, True, level), obs
+
+
+def test_a_step_without_a_call_or_a_failing_call_is_named_by_the_default_solution():
+    env = DeskEnv(level=3, mixed=True)
+    env.reset(seed=0)
+    with pytest.raises(NotImplementedError, match=r"write it, or write every step as "
+                                                  r"self\.call_step.*step 2 is an Instruction"):
+        env.solution()
+    env = DeskEnv(level=3, forms=("B-2", "Z-9"))
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r'call 3 of the steps, file\(\{"form": "Z-9"\}\), failed: '
+                                         r"Error: argument 'form' must be one of"):
+        env.solution()
+    low = DeskEnv(level=2, forms=("B-2", "Z-9"))  # level 2 never files Z-9
+    low.reset(seed=0)
+    assert len(low.solution()) == 2
+    bare = DeskEnv()
+    bare.start("No steps.")
+    with pytest.raises(NotImplementedError, match=r"\*\*arguments\)$"):
+        bare.solution()
