@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import replace
 
 import pytest
 from scripted_policy import RecordingLearner, RecordingSync, ScriptedPolicy, half_solving_script
@@ -194,4 +195,8 @@ def test_the_shipped_ablation_configs_load_and_change_one_thing_each():
     assert solve.reward.variant == "solve_rate" and solve.curriculum == base.curriculum
     assert solve.trained_roles == ("agent", "designer") and not solve.shared
     assert fixed.curriculum.designs_per_regen == 0 and fixed.reward == base.reward
+    tools, tools_fixed = preset("cpu-qwen-tools"), load_config(root / "cpu-qwen-tools-fixed-pool.toml")
+    assert tools_fixed.curriculum == replace(tools.curriculum, designs_per_regen=0)
+    assert (tools_fixed.play, tools_fixed.design, tools_fixed.iterations) == (
+        tools.play, tools.design, tools.iterations)
     assert base.frozen == ("designer",) and not base.shared and base.trained_roles == ("agent",)
