@@ -327,6 +327,10 @@ def contract_text(setting: str) -> str:
     """The contract as the designer reads it: one line per method (signature, return type, rule)
     and per rule, leaving out the other setting's rule.
 
+    Tool use gets the rules alone: ToolEnv writes ``reset``'s observations, ``step`` and, from
+    the steps' calls, ``solution``, and the method lines (which ask for a ``solution()``) read
+    against the guide's "do not write solution()".
+
     A list rather than a class skeleton (:func:`spadework.env.contract.render_contract`'s form):
     small models copied the skeleton verbatim, its placeholder class name, its annotations and
     its rule comments (a quarter of a 1,024-token reply), and filled it with placeholders; the
@@ -338,10 +342,13 @@ def contract_text(setting: str) -> str:
     (True, False)
     >>> "ToolEnv" in contract_text("tool-use"), "boxed" in contract_text("tool-use")
     (True, False)
+    >>> "solution(self)" in contract_text("tool-use")
+    False
     """
     other = {"games": "Tool use:", "tool-use": "Games:"}[setting]
     lines = [f"- {m.signature.removeprefix('def ')} -> {m.returns}"
-             f"{'' if m.required else ' (optional)'}: {m.rule}" for m in CONTRACT]
+             f"{'' if m.required else ' (optional)'}: {m.rule}" for m in CONTRACT
+             if setting == "games"]
     lines += [f"- {rule}" for rule in RULES if not rule.startswith(other)]
     return "\n".join(lines)
 
