@@ -10,7 +10,7 @@ from scripted_policy import ScriptedPolicy
 
 from spadework.corpus import Corpus, Document
 
-__all__ = ["GOOD_CODE", "ScriptedPolicy", "archive", "bad", "corpus", "fenced", "sb", "start_sandbox"]
+__all__ = ["GOOD_CODE", "PARCELS", "ScriptedPolicy", "archive", "bad", "corpus", "fenced", "sb", "start_sandbox"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "envs"
 GOOD_CODE = (FIXTURES / "good" / "arithmetic_chain.py").read_text()
@@ -58,3 +58,61 @@ def archive(tmp_path):
 
     with Archive.open(tmp_path / "archive.sqlite") as a:
         yield a
+
+
+#: A tool-use design of the guide's shape but not a copy of it (a copy is rejected as no design).
+PARCELS = """\
+import random
+from toolenv import ToolEnv, ToolError
+
+class ParcelDepotEnv(ToolEnv):
+    LEVELS = 3
+
+    def declare_tools(self):
+        code = {"type": "string", "enum": sorted(self.parcels)}
+        return {
+            "locate": {"description": "Shelf and weight of a parcel.", "parameters": {
+                "type": "object", "required": ["code"], "properties": {"code": code}}},
+            "relabel": {"description": "Give a parcel a new destination city.", "parameters": {
+                "type": "object", "required": ["code", "city"],
+                "properties": {"code": code, "city": {"type": "string"}}}},
+            "dispatch": {"description": "Send a parcel out; returns the van load.", "parameters": {
+                "type": "object", "required": ["code"], "properties": {"code": code}}},
+            "clock": {"description": "The depot's time.", "parameters": {}},
+        }
+
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        self.parcels = {f"P-{100 + i}": {"shelf": rng.randint(1, 30), "kg": rng.randint(1, 20),
+                                         "city": rng.choice(["Lyon", "Nice", "Metz"])}
+                        for i in range(15)}
+        self.van = 0
+        self.code = rng.choice(sorted(self.parcels))
+        self.city = rng.choice(["Brest", "Dijon", "Tours"])
+        return self.start("You run a parcel depot.", self.steps_for_level([
+            self.call_step(f"Find where parcel {self.code} is.", "locate", code=self.code),
+            self.call_step(f"Send {self.code} to {self.city} instead.", "relabel",
+                           code=self.code, city=self.city),
+            self.call_step(f"Dispatch {self.code} and answer with the van's load in kg.",
+                           "dispatch", code=self.code)]))
+
+    def tool_locate(self, code):
+        p = self.parcels[code]
+        return f"{code}: shelf {p['shelf']}, {p['kg']} kg, to {p['city']}"
+
+    def tool_relabel(self, code, city):
+        self.parcels[code]["city"] = city
+        return f"{code} now goes to {city}"
+
+    def tool_dispatch(self, code):
+        if self.parcels[code]["city"] != self.city:
+            raise ToolError(f"{code} still has its old label")
+        self.van += self.parcels.pop(code)["kg"]
+        return f"{code} dispatched; van load {self.van} kg"
+
+    def tool_clock(self):
+        return "09:00"
+
+    def expected_answer(self):
+        return str(self.van)
+"""

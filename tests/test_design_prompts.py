@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 from design_support import (  # noqa: F401 (archive and sb: fixtures)
-    GOOD_CODE, ScriptedPolicy, archive, corpus, fenced, sb,
+    GOOD_CODE, PARCELS, ScriptedPolicy, archive, corpus, fenced, sb,
 )
 from starters import starter_records
 
 from spadework.designer import DesignConfig, build_design_prompt, design_environments, repair_messages
 from spadework.designer.examples import GAMES_EXAMPLE, prompt_examples
-from spadework.designer.prompts import REPAIR_ADVICE, max_lines
+from spadework.designer.prompts import REPAIR_ADVICE, fresh_repair_messages, max_lines
 from spadework.env.checker import STAGES, CheckConfig, check
 from spadework.library import starter_envs
 from spadework.skills import skill_named, skills_for
@@ -59,6 +59,27 @@ def test_tool_use_prompts_show_no_games_example():
     text = build_design_prompt("A doc.", skills_for("tool-use")[0], max_tokens=512)[1]["content"]
     assert "CompoundInterestEnv" not in text and "at most 32 lines" in text
     assert prompt_examples("games") == (GAMES_EXAMPLE,)
+
+
+def test_a_copy_of_the_tool_guides_example_is_no_design_and_a_module_of_its_shape_is():
+    from spadework.designer.prompts import SUBCLASS_GUIDE
+    from spadework.env.novelty import NoveltyIndex
+
+    (pantry,) = prompt_examples("tool-use")
+    index = NoveltyIndex(prompt_examples("tool-use"))
+    renamed = pantry.replace("PantryEnv", "LarderEnv").replace("pantry", "larder")
+    assert pantry in SUBCLASS_GUIDE and index.most_similar(renamed).similarity >= 0.8
+    assert index.most_similar(PARCELS).similarity < 0.5
+
+
+def test_tool_use_repairs_get_tool_use_advice():
+    msgs = [{"role": "user", "content": "design"}]
+    text = repair_messages(msgs, "code", "solvable", "left the episode running",
+                           setting="tool-use")[-1]["content"]
+    assert "call_step" in text and "judge()" not in text
+    fresh = fresh_repair_messages(msgs, "solvable", "left the episode running",
+                                  setting="tool-use")[-1]["content"]
+    assert "call_step" in fresh
 
 
 def test_repair_turns_carry_advice_for_every_stage():

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from design_support import PARCELS
 from scripted_policy import (
     RecordingLearner,
     RecordingSync,
@@ -292,9 +293,9 @@ def test_a_tool_use_run_designs_plays_and_scores_tool_environments(tmp_path, cfg
     seeds, and turns record which replies held a tool call or an answer."""
     def script(conv, turn):
         if conv.messages[0]["role"] == "system" and "design" in conv.messages[0]["content"]:
-            return f"```python\n{PANTRY}\n```"
+            return f"```python\n{PARCELS}\n```"
         if turn == 0:
-            return '<tool_call>{"name": "weather", "arguments": {}}</tool_call>'
+            return '<tool_call>{"name": "clock", "arguments": {}}</tool_call>'
         return "I am not sure." if turn == 1 else "<answer>3</answer>"
 
     tools = override(cfg, {"iterations": 1, "design": {"setting": "tool-use"},
@@ -457,3 +458,30 @@ def test_the_samplers_caches_are_freed_before_the_learners_step(tmp_path, cfg):
     assert learner.steps and len(agent.released) == 2 and agent.released[0] == 0  # before the step
     # the designer's also when the design stage ends (iteration 0 only, at the cfg's cadence)
     assert designer.released == [0, *agent.released]
+
+
+class _CountingPolicy(ScriptedPolicy):
+    """A scripted policy that keeps engine counters as llama.cpp's does (``COUNTERS``)."""
+
+    COUNTERS = ("chat_calls", "rows")
+
+    @property
+    def chat_calls(self) -> int:
+        return len(self.calls)
+
+    @property
+    def rows(self) -> int:
+        return sum(map(len, self.calls))
+
+
+def test_the_play_stages_engine_counters_reach_the_metrics(tmp_path, cfg):
+    """What the engine did during play (its counters' growth over the stage alone, not the
+    design stage's calls before it) lands in metrics.jsonl as ``engine``."""
+    one = override(cfg, {"iterations": 1, "curriculum": {"designs_per_regen": 0, "pool_size": 2}})
+    policy = _CountingPolicy(designing_script)
+    run(one, tmp_path, policy=policy)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    engine = [r["engine"] for r in rows if r.get("engine")]
+    assert len(engine) == 1 and set(engine[0]) == {"chat_calls", "rows"}
+    assert 0 < engine[0]["chat_calls"] <= policy.chat_calls
+    assert engine[0]["rows"] >= 2 * one.plays  # both arms of at least one environment

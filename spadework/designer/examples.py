@@ -135,13 +135,17 @@ def choose_examples(k: int, rng: random.Random) -> tuple[str, ...]:
 def prompt_examples(setting: str, k: int = 1) -> tuple[str, ...]:
     """The code of the example modules a prompt of ``setting`` may show when it shows ``k``
     (``DesignConfig.examples``), for the novelty index: a design that copies any of them is no
-    design. Tool use: none yet, although the ToolEnv guide shows ``PantryEnv``:
-    tests/test_loop.py's tool-use run designs exactly that module and expects it accepted, so
-    indexing it waits for that test to design another module.
+    design. Tool use: the ToolEnv guide's ``PantryEnv``, which every tool-use prompt shows.
 
     >>> [len(prompt_examples(s)) for s in ("games", "tool-use")], len(prompt_examples("games", 3))
-    ([1, 0], 7)
+    ([1, 1], 7)
+    >>> "class PantryEnv(ToolEnv)" in prompt_examples("tool-use")[0]
+    True
     """
-    if setting != "games" or k < 1:
+    if setting == "tool-use":
+        from spadework.designer.prompts import SUBCLASS_GUIDE
+
+        return (SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):],)
+    if k < 1:
         return ()
     return (GAMES_EXAMPLE,) if k == 1 else games_examples()

@@ -21,7 +21,7 @@ ever train, and what they earn, is :mod:`spadework.designer.credit`'s.
 
 One :class:`NoveltyIndex` over the archive's accepted code is built per call and each accepted
 environment is added to it at once, so two slots can never accept the same environment. The
-games example modules (:func:`spadework.designer.examples.prompt_examples`) are in
+example modules (:func:`spadework.designer.examples.prompt_examples`, the ToolEnv guide's in tool use) are in
 the index too, so a copy of it is rejected as a near-duplicate, never accepted.
 
 A fresh games design is shown the archive's memory positives; when there are none (every run's
