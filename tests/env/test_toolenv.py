@@ -607,3 +607,55 @@ def test_a_step_without_a_call_or_a_failing_call_is_named_by_the_default_solutio
     bare.start("No steps.")
     with pytest.raises(NotImplementedError, match=r"\*\*arguments\)$"):
         bare.solution()
+
+
+class _Meter(ToolEnv):
+    """Declarations written the ways the 1.5B designer wrote them (docs/results.md)."""
+
+    def __init__(self, parameters, **kwargs):
+        super().__init__(**kwargs)
+        self.parameters = parameters
+
+    def declare_tools(self):
+        return {"charge": {"description": "Charge it.", "parameters": self.parameters}}
+
+    def tool_charge(self, units: int, note="none"):
+        return f"charged {units} ({note})"
+
+
+@pytest.mark.parametrize(("parameters", "expected"), [
+    ({}, {"type": "object", "properties": {"units": {"type": "integer"}, "note": {"type": "string"}},
+          "required": ["units"]}),
+    (None, {"type": "object", "properties": {"units": {"type": "integer"}, "note": {"type": "string"}},
+            "required": ["units"]}),
+    ({"units": {"type": "integer", "minimum": 1}},
+     {"type": "object", "properties": {"units": {"type": "integer", "minimum": 1}}, "required": ["units"]}),
+    ({"type": "object", "properties": {"note": {"type": "string"}}},
+     {"type": "object", "properties": {"note": {"type": "string"}, "units": {"type": "integer"}},
+      "required": ["units"]}),
+])
+def test_a_declaration_is_completed_from_its_method(parameters, expected):
+    env = _Meter(parameters)
+    assert env.tools()[0]["function"]["parameters"] == expected
+    env.start("A meter.")
+    assert env.step('<tool_call>{"name": "charge", "arguments": {"units": 2}}</tool_call>')[0] \
+        .startswith("Result of charge:\ncharged 2 (none)")
+    assert "missing required argument 'units'" in env.step(
+        '<tool_call>{"name": "charge", "arguments": {}}</tool_call>')[0]  # not a crash
+
+
+def test_a_one_value_schema_wraps_a_one_argument_method_and_mismatches_are_named():
+    class Dial(_Meter):
+        def tool_charge(self, units):
+            return str(units)
+
+    schema = Dial({"type": "integer", "minimum": 1}).tools()[0]["function"]["parameters"]
+    assert schema == {"type": "object", "properties": {"units": {"type": "integer", "minimum": 1}},
+                      "required": ["units"]}
+    with pytest.raises(TypeError, match=r"one property per argument of tool_charge\(units, note\)"):
+        _Meter({"type": "integer"}).tools()
+    with pytest.raises(TypeError, match=r"schema has argument\(s\) 'volts' but the method is "
+                                        r"tool_charge\(units, note\)"):
+        _Meter({"type": "object", "properties": {"volts": {"type": "number"}}}).tools()
+    with pytest.raises(TypeError, match="parameters must be a JSON schema of type object, got list"):
+        _Meter(["units"]).tools()
