@@ -474,6 +474,7 @@ class _CountingPolicy(ScriptedPolicy):
         return sum(map(len, self.calls))
 
 
+@pytest.mark.slow
 def test_the_play_stages_engine_counters_reach_the_metrics(tmp_path, cfg):
     """What the engine did during play (its counters' growth over the stage alone, not the
     design stage's calls before it) lands in metrics.jsonl as ``engine``."""
