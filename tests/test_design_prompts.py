@@ -62,10 +62,11 @@ def test_tool_use_prompts_show_no_games_example():
 
 
 def test_a_copy_of_the_tool_guides_example_is_no_design_and_a_module_of_its_shape_is():
-    from spadework.designer.prompts import SUBCLASS_GUIDE
+    from spadework.designer.prompts import SUBCLASS_GUIDE, TOOL_EXAMPLE
     from spadework.env.novelty import NoveltyIndex
 
     (pantry,) = prompt_examples("tool-use")
+    assert pantry == TOOL_EXAMPLE
     index = NoveltyIndex(prompt_examples("tool-use"))
     renamed = pantry.replace("PantryEnv", "LarderEnv").replace("pantry", "larder")
     assert pantry in SUBCLASS_GUIDE and index.most_similar(renamed).similarity >= 0.8

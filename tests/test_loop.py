@@ -23,7 +23,6 @@ from starters import starter_records
 from spadework import reward
 from spadework.archive import Archive, archive_path
 from spadework.config import load_config, override, preset
-from spadework.designer.prompts import SUBCLASS_GUIDE
 from spadework.library import HELD_OUT
 from spadework.env.actions import parse_action
 from spadework.errors import ConfigError
@@ -281,9 +280,6 @@ def test_an_iteration_without_an_update_still_leaves_a_checkpoint(tmp_path, cfg)
     assert out[0].values["train"]["note"].startswith("no update") and learner.steps == []
     assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text()) == {
         "iteration": 0, "dir": "iter_0000"}
-
-
-PANTRY = SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):]
 
 
 @pytest.mark.slow

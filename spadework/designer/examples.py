@@ -27,6 +27,8 @@ import functools
 import random
 from pathlib import Path
 
+from spadework.designer.prompts import TOOL_EXAMPLE
+
 GAMES_EXAMPLE = '''\
 import random
 from gameenv import GameEnv
@@ -143,9 +145,7 @@ def prompt_examples(setting: str, k: int = 1) -> tuple[str, ...]:
     True
     """
     if setting == "tool-use":
-        from spadework.designer.prompts import SUBCLASS_GUIDE
-
-        return (SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):],)
+        return (TOOL_EXAMPLE,)
     if k < 1:
         return ()
     return (GAMES_EXAMPLE,) if k == 1 else games_examples()

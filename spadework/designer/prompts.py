@@ -94,6 +94,9 @@ class PantryEnv(ToolEnv):
         return str(self.stock[self.target])
 '''
 
+#: The guide's example module alone: what the tests check and the novelty index holds.
+TOOL_EXAMPLE = SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):]
+
 #: How to write a GameEnv subclass, for the games designer prompt (the example module the
 #: prompt shows is one; tests/test_design_prompts.py checks it passes the checker).
 GAMEENV_GUIDE = """\

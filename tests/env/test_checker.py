@@ -657,9 +657,9 @@ def test_the_check_display_draws_only_on_a_terminal():
 
 
 def test_a_tool_env_of_call_steps_is_checked_at_every_level_with_the_failing_call_named(sb):
-    from spadework.designer.prompts import SUBCLASS_GUIDE
+    from spadework.designer.prompts import TOOL_EXAMPLE
 
-    code = SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):]  # no solution(): call_step
+    code = TOOL_EXAMPLE  # no solution(): call_step
     assert "def solution" not in code
     report = check(code, sandbox=sb)
     assert report.ok, report.reason

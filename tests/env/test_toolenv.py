@@ -20,7 +20,7 @@ from spadework.env.toolenv import (
     parse_tool_calls,
     schema_error,
 )
-from spadework.designer.prompts import SUBCLASS_GUIDE
+from spadework.designer.prompts import TOOL_EXAMPLE
 
 # ---------------------------------------------------------------- parser: real model-style replies
 
@@ -420,7 +420,7 @@ def test_the_guide_example_is_a_working_environment(monkeypatch):
     import spadework.env.toolenv as toolenv
 
     monkeypatch.setitem(sys.modules, "toolenv", toolenv)
-    code = SUBCLASS_GUIDE[SUBCLASS_GUIDE.index("import random"):]
+    code = TOOL_EXAMPLE
     namespace: dict = {}
     exec(compile(code, "<guide example>", "exec"), namespace)  # our own text
     for level in (1, 2, 3):

@@ -174,8 +174,6 @@ class ToolEnv:
         self.turn_count = 0
         self.call_history: list[ToolCall] = []
         self._instructions: tuple[Instruction, ...] = ()
-        self._task_steps: tuple[Instruction, ...] = ()  # every step, before steps_for_level
-        self._level_source: tuple[Instruction, ...] | None = None
         self._instruction_index = 0
         self._attempts_left = self.answer_attempts
         self._started = False
@@ -193,8 +191,8 @@ class ToolEnv:
         """The winning replies. Default, for a task whose every step was written with
         :meth:`call_step`: each step's call, in order, then at the top level the answer
         :meth:`expected_answer` gives once the calls are made (computed on a copy of the
-        environment, so this one is untouched); below it the steps of the level
-        (:meth:`solution_for_level`). A step written as ``Instruction(text, done)`` has no
+        environment, so this one is untouched); below it the calls of the level's steps alone
+        (:meth:`steps_for_level`). A step written as ``Instruction(text, done)`` has no
         call to replay: such a task writes ``solution()`` itself.
 
         Why: the commonest rejection of a small designer's tool environment (16 of 40 modules
@@ -202,7 +200,7 @@ class ToolEnv:
         steps' ``done()`` true or that stopped before the answer; a step written once as its
         call cannot disagree with the solution."""
         self._require_started()
-        steps = self._task_steps
+        steps = self._instructions  # the level's steps, as steps_for_level kept them
         loose = [k + 1 for k, step in enumerate(steps) if not step.calls]
         if not steps or loose:
             raise NotImplementedError(
@@ -210,11 +208,12 @@ class ToolEnv:
                 "step as self.call_step(text, tool, **arguments)"
                 + (f" (step {', '.join(map(str, loose))} is an Instruction without a call)"
                    if steps else ""))
-        per_step = [[self.reply_call(c.name, **c.arguments) for c in step.calls] for step in steps]
-        by_steps = not self.whole_task and len(steps) > 1  # won once the level's steps are done
-        played = steps[: self._level] if by_steps else steps
-        answer = self._answer_after([c for step in played for c in step.calls], not by_steps)
-        return self.solution_for_level(per_step, answer)
+        calls = [c for step in steps for c in step.calls]
+        replies = [self.reply_call(c.name, **c.arguments) for c in calls]
+        after = self._after_calls(calls)  # checks every call, on a copy
+        if self._won_by_steps:  # won as soon as the level's steps are done
+            return self.fit_turns(replies)
+        return self.fit_turns([*replies, self.reply_answer(after.expected_answer())])
 
     def expected_answer(self) -> str:
         """The final answer, computed from the state when the answer is judged."""
@@ -255,7 +254,6 @@ class ToolEnv:
         (['Find it.'], 2)
         """
         steps = list(instructions)
-        self._level_source = tuple(steps)
         self._won_by_steps = not self.whole_task and len(steps) > 1
         return steps[: self._level] if self._won_by_steps else steps
 
@@ -304,8 +302,6 @@ class ToolEnv:
         self.turn_count = 0
         self.call_history = []
         self._instructions = tuple(instructions)
-        source, self._level_source = self._level_source, None
-        self._task_steps = source if source is not None else self._instructions
         self._instruction_index = 0
         self._attempts_left = self.answer_attempts
         self._started, self._over = True, False
@@ -458,24 +454,22 @@ class ToolEnv:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _answer_after(self, calls: list[ToolCall], answer: bool = True) -> str | None:
-        """What :meth:`expected_answer` gives once ``calls`` are made, on a copy of this
-        environment (None without ``answer``); ValueError naming the call when one of them
-        fails, so that a designer reads which step's call is wrong rather than a replay that
-        "left the episode running"."""
+    def _after_calls(self, calls: list[ToolCall]) -> ToolEnv:
+        """A copy of this environment once ``calls`` are made; ValueError naming the call when
+        one of them fails, so that a designer reads which step's call is wrong rather than a
+        replay that "left the episode running"."""
         try:
             twin = copy.deepcopy(self)
         except Exception as e:  # a generator, a lock: state a copy cannot hold
             raise TypeError(f"solution(): the environment could not be copied to work out the "
                             f"answer ({type(e).__name__}: {e}); write solution() yourself, or keep "
                             "only plain data (numbers, strings, lists, dicts) on self") from e
-        twin._level_source = None
         for k, call in enumerate(calls):
             text, ok = twin.execute_tool(call.name, dict(call.arguments))
             if not ok:
                 raise ValueError(f"solution(): call {k + 1} of the steps, {call.name}"
                                  f"({json.dumps(call.arguments)}), failed: {text.strip()[:300]}")
-        return str(twin.expected_answer()) if answer else None
+        return twin
 
     def _require_started(self) -> None:
         if not self._started:
@@ -651,11 +645,11 @@ def parameters_for(name: str, raw: object, method: Callable) -> dict:
     >>> parameters_for("use", {"type": "string", "enum": ["a"]}, (lambda self, item: 0).__get__(1))
     {'type': 'object', 'properties': {'item': {'type': 'string', 'enum': ['a']}}, 'required': ['item']}
     """
-    names, required, derived, open_ended = _method_parameters(method)
-    params = dict(raw) if isinstance(raw, dict) else {}
     if raw is not None and not isinstance(raw, dict):
         raise TypeError(f"tool {name!r}: parameters must be a JSON schema of type object, "
                         f"got {type(raw).__name__}")
+    names, required, derived, open_ended = _method_parameters(method)
+    params = dict(raw or {})
     if params.get("type", "object") != "object" or ("type" not in params and "enum" in params):
         if len(names) != 1:
             raise TypeError(f"tool {name!r}: parameters must be a JSON schema of type object "
