@@ -29,6 +29,8 @@ Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/designer_validity.py
        [--weights bf16|f16|q8_0|gguf] [--plan] [--examples K | --no-example]
        [--batch 8] [--archive-dir DIR (keep the archive, to read the replies)]
        [--start-slot K (continue a killed run in --archive-dir)]
+       [--reuse DIR (an earlier run's --archive-dir: its first attempts are read back, so a
+        --repair-turns 1 run beside a --repair-turns 0 one samples the repairs only)]
 """
 
 from __future__ import annotations
@@ -124,6 +126,71 @@ class TimedPolicy:
             return self.inner.chat(conversations, params)
         finally:
             self.seconds += time.monotonic() - t
+
+
+class ReusedPolicy:
+    """Delegates to a streaming policy, except for a request whose prompt is one an earlier
+    measurement's archive holds a first attempt for: that attempt's stored reply (text, ids,
+    logprobs, finish reason) is handed back at once, unsampled. With the same documents, seed
+    and settings the prompts of the first attempts are the earlier run's, so a measurement with
+    ``--repair-turns 1`` pays for its repairs only and its first attempts are the earlier ones
+    exactly (judged again by the current checker). ``reused`` counts the replies read back."""
+
+    def __init__(self, inner: Any, archive_dir: Path) -> None:
+        import sqlite3
+
+        from spadework.archive import archive_path
+        from spadework.archive.records import unpack_floats, unpack_ints
+        from spadework.policy.base import Completion
+
+        if not callable(getattr(inner, "stream", None)):
+            raise ValueError("--reuse needs a backend that streams (llamacpp)")
+        db = archive_path(archive_dir)
+        if not db.is_file():
+            raise ValueError(f"--reuse {archive_dir}: no archive there ({db} is missing)")
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            rows = con.execute("SELECT prompt_ids, output_ids, logprobs, reply, finish_reason "
+                               "FROM attempts WHERE attempt = 0").fetchall()
+        finally:
+            con.close()
+        self.stored = {unpack_ints(p): Completion(text, unpack_ints(p), unpack_ints(o),
+                                                  unpack_floats(lp), fin,
+                                                  metadata={"seconds": 0.0, "reused": True})
+                       for p, o, lp, text, fin in rows}
+        self.inner, self.reused = inner, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def context_length(self) -> int:
+        return self.inner.context_length
+
+    def chat(self, conversations: Any, params: Any) -> Any:
+        raise ValueError("--reuse replays streamed requests only; the designer streams with "
+                         "llamacpp (DesignConfig.continuous)")
+
+    def _resolve(self, requests: Any, on_done: Any) -> list[Any]:
+        """The requests left to sample once every stored one (and what it led to) is answered."""
+        from collections import deque
+
+        left, todo = [], deque(requests)
+        while todo:
+            q = todo.popleft()
+            hit = self.stored.get(tuple(q.prompt_ids))
+            if hit is None:
+                left.append(q)
+            else:
+                self.reused += 1
+                todo.extend(on_done(q, hit))
+        return left
+
+    def stream(self, requests: Any, params: Any, on_done: Any, **kwargs: Any) -> None:
+        left = self._resolve(requests, on_done)
+        if left:
+            self.inner.stream(left, params,
+                              lambda q, r: self._resolve(on_done(q, r), on_done), **kwargs)
 
 
 def stage_of(attempt: Any) -> str:
@@ -376,6 +443,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--max-turns", type=int, default=None,
                     help="the turn limit designs are checked under (default: the cpu preset's)")
     ap.add_argument("--archive-dir", type=Path, default=None, help="keep the archive here")
+    ap.add_argument("--reuse", type=Path, default=None,
+                    help="an earlier measurement's --archive-dir (same --docs, --n, --seed and "
+                         "settings): its first attempts are read back instead of sampled")
     ap.add_argument("--start-slot", type=int, default=0,
                     help="continue a killed run in --archive-dir from this slot (a multiple of --batch)")
     ap.add_argument("--progress-every", type=float, default=10.0)
@@ -404,6 +474,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     documents = choose_documents(load_default_corpus().documents, args.docs, args.n, args.seed)
     t = time.monotonic()
     policy = _load_policy(args)
+    if args.reuse is not None:
+        policy = ReusedPolicy(policy, args.reuse)
     load_s = time.monotonic() - t
     with tempfile.TemporaryDirectory() as tmp, _Heartbeat(args.progress_every) as beat:
         counts = measure(policy, documents, cfg=cfg, max_turns=max_turns, seed=args.seed,
@@ -419,6 +491,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "settings": {**dataclasses.asdict(cfg), "max_turns": max_turns, "seed": args.seed,
                      "batch": args.batch, "start_slot": args.start_slot,
                      "parents": str(args.parents) if args.parents else None},
+        "reused_first_attempts": getattr(policy, "reused", 0),
+        "reused_from": str(args.reuse) if args.reuse else None,
         **counts, "load_average": os.getloadavg(),
     }, indent=1))
 

@@ -70,6 +70,32 @@ def test_counts_every_outcome_of_first_attempts_and_repairs(dv, tmp_path):
     assert all(0 <= x < 0.9 for x in counts["accepted_similarity_to_example"])
 
 
+@pytest.mark.slow
+def test_reuse_reads_first_attempts_back_and_samples_the_repairs_only(dv, tmp_path):
+    from scripted_policy import StreamingScriptedPolicy
+
+    def first(conv, turn):
+        return fenced(bad("never_truncates"))
+
+    def repaired(conv, turn):
+        assert turn == 1, "a first attempt was sampled instead of read back"
+        return fenced(GOOD_CODE)
+
+    docs = corpus().documents[:2]
+    cfg = DesignConfig(attempts_per_slot=1, repair_turns=0)
+    before = dv.measure(StreamingScriptedPolicy(first), docs, cfg=cfg, max_turns=6, seed=3,
+                        batch=2, archive_dir=tmp_path / "a")
+    inner = StreamingScriptedPolicy(repaired)
+    policy = dv.ReusedPolicy(inner, tmp_path / "a")
+    after = dv.measure(policy, docs, cfg=DesignConfig(attempts_per_slot=1, repair_turns=1),
+                       max_turns=6, seed=3, batch=2, archive_dir=tmp_path / "b")
+    assert policy.reused == 2 and inner.streamed == 2  # two read back, the two repairs sampled
+    assert before["stages_first_attempt"] == after["stages_first_attempt"] == {"contract": 2}
+    assert after["accepted_by_repair"] >= 1 and after["attempts"] == 4
+    with pytest.raises(ValueError, match="no archive"):
+        dv.ReusedPolicy(inner, tmp_path / "nowhere")
+
+
 def test_document_sets_are_disjoint_and_stable(dv):
     docs = corpus().documents
     tune, held = dv.choose_documents(docs, "tune", 4), dv.choose_documents(docs, "heldout", 4)
