@@ -10,7 +10,11 @@ starters have one environment per skill, so "data retrieval" keeps no starter ex
 run's pool (the designer still writes environments for it).
 
 The suite plays each held-out environment at fixed levels, its first and its last (one level
-when it declares none), on seeds in ``[2**31, 2**32 - 1)``. Training's episode
+when it declares none), on seeds in ``[2**31, 2**32 - 1)``. A tool-use environment is played as
+the tool-use preset plays it (:func:`tool_play`): each reply sees the opening rebuilt around the
+latest result (``history_turns = 0``) and an episode has at least that preset's turns, so a
+tool-use run is measured under the prompts it trained on (with the whole conversation the base
+0.5B agent wrote its previous call again, turn after turn: ``docs/results.md``). Training's episode
 seeds are ``episode_seed(...) < 2**31 - 1`` (:func:`spadework.seeding.episode_seed`), so the two
 sets are disjoint by construction, not by luck, and the seeds still fit numpy's 32-bit seeding.
 A play is won when its return (final reward of a terminated episode) is positive, the rule of
@@ -40,6 +44,25 @@ def heldout_seed(seed: int, env_name: str, k: int) -> int:
     return 2**31 + derive_seed("library-heldout", seed, env_name, k) % (2**31 - 1)
 
 
+def tool_play(cfg):
+    """``cfg`` (a :class:`~spadework.rollout.PlayConfig`) as the ``cpu-qwen-tools`` preset plays
+    tool use: its ``history_turns`` and at least its ``max_turns``; the rest (tokens, sampling)
+    stays the suite's.
+
+    >>> from spadework.rollout import PlayConfig
+    >>> c = tool_play(PlayConfig(max_turns=4))
+    >>> c.max_turns, c.history_turns
+    (8, 0)
+    """
+    from dataclasses import replace
+
+    from spadework.config import preset
+
+    tools = preset("cpu-qwen-tools").play
+    return replace(cfg, max_turns=max(cfg.max_turns, tools.max_turns),
+                   history_turns=tools.history_turns)
+
+
 @dataclass(frozen=True)
 class LibrarySuite:
     """``library-heldout``: the held-out starter environments, multi-turn, through the rollout."""
@@ -64,19 +87,30 @@ class LibrarySuite:
                          temperature=s.temperature, top_p=s.top_p, top_k=s.top_k,
                          batch_size=max(1, s.batch_items))
         seed = derive_seed(ctx.seed, self.name)
+        groups = {"games": cfg, "tool-use": tool_play(cfg)}
+        group = ["tool-use" if j.env.setting == "tool-use" else "games" for j in jobs]
 
         def go(sb: Sandbox) -> list:  # play() counts turns, not episodes: its own total
-            return play(ctx.policy, sb, jobs, cfg, seed=seed,
-                        progress=lambda done, n: ctx.progress(done, n, "playing (in turns)"))
+            episodes: list = [None] * len(jobs)
+            for k, kcfg in groups.items():
+                idx = [i for i, g in enumerate(group) if g == k]
+                if not idx:
+                    continue
+                played = play(ctx.policy, sb, [jobs[i] for i in idx], kcfg, seed=seed,
+                              progress=lambda done, n, k=k: ctx.progress(
+                                  done, n, f"playing {k} (in turns)"))
+                for i, ep in zip(idx, played):
+                    episodes[i] = ep
+            return episodes
 
         if ctx.sandbox is not None:
             episodes = go(ctx.sandbox)
         else:
             with Sandbox(Limits()) as sb:
                 episodes = go(sb)
-        return [self._row(job, ep) for job, ep in zip(jobs, episodes)]
+        return [self._row(job, ep, groups[g]) for job, ep, g in zip(jobs, episodes, group)]
 
-    def _row(self, job, ep) -> Sample:
+    def _row(self, job, ep, cfg) -> Sample:
         from spadework.reward import episode_return
 
         ret = episode_return(ep.rewards, ep.terminated)
@@ -93,4 +127,5 @@ class LibrarySuite:
             prompt_tokens=len(last.prompt_ids) if last else 0,
             output_tokens=sum(len(t.output_ids) for t in ep.turns),
             latency_s=round(ep.seconds, 3), error=ep.error,
-            extra={"turns": len(ep.turns), "episode_status": ep.status})
+            extra={"turns": len(ep.turns), "episode_status": ep.status,
+                   "max_turns": cfg.max_turns, "history_turns": cfg.history_turns})

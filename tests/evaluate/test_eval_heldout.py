@@ -51,6 +51,11 @@ def test_library_heldout_plays_each_held_out_env_through_the_sandbox():
     assert all(r.seed >= 2**31 for r in rows)
     assert all(r.status in ("ok", "env_error", "policy_error") for r in rows)
     assert sum(r.extra["turns"] for r in rows) > 0
+    # tool use is played as the tool-use preset plays it; games keep the suite's settings
+    tools = {n for n in HELD_OUT if starter_env(n).setting == "tool-use"}
+    for r in rows:
+        tool = r.task.split(" level ")[0] in tools
+        assert (r.extra["max_turns"], r.extra["history_turns"]) == ((8, 0) if tool else (2, None)), r.task
 
 
 def test_eval_config_validates_with_messages_that_say_what_to_set():
