@@ -12,7 +12,8 @@ from starters import starter_records
 
 from spadework.designer import DesignConfig, build_design_prompt, design_environments, repair_messages
 from spadework.designer.examples import GAMES_EXAMPLE, prompt_examples
-from spadework.designer.prompts import REPAIR_ADVICE, fresh_repair_messages, max_lines
+from spadework.designer.guides import REPAIR_ADVICE
+from spadework.designer.prompts import fresh_repair_messages, max_lines
 from spadework.env.checker import STAGES, CheckConfig, check
 from spadework.library import starter_envs
 from spadework.skills import skill_named, skills_for
@@ -62,7 +63,7 @@ def test_tool_use_prompts_show_no_games_example():
 
 
 def test_a_copy_of_the_tool_guides_example_is_no_design_and_a_module_of_its_shape_is():
-    from spadework.designer.prompts import SUBCLASS_GUIDE, TOOL_EXAMPLE
+    from spadework.designer.guides import SUBCLASS_GUIDE, TOOL_EXAMPLE
     from spadework.env.novelty import NoveltyIndex
 
     (pantry,) = prompt_examples("tool-use")

@@ -114,7 +114,7 @@ def test_settings_is_a_leaf_and_its_names_are_the_stages():
                     own |= {t for t in _targets(name, path, node) if t.startswith("spadework")}
     assert {t for t in own if not t.startswith("spadework.settings")} <= {"spadework.errors"}
 
-    from spadework.designer.prompts import SETTING_RULES
+    from spadework.designer.guides import SETTING_RULES
     from spadework.evaluate.catalog import suite_names
     from spadework.policy.load import load_policy  # noqa: F401 (the backends' loader imports)
     from spadework.settings.design import SETTINGS

@@ -27,7 +27,7 @@ import functools
 import random
 from pathlib import Path
 
-from spadework.designer.prompts import TOOL_EXAMPLE
+from spadework.designer.guides import TOOL_EXAMPLE
 
 GAMES_EXAMPLE = '''\
 import random

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from spadework.designer.guides import SYSTEM
 from spadework.designer.prompts import (  # noqa: F401 (build_design_prompt: the doctests)
     CONCEPT,
     DIFFICULTIES,
     PLAN,
-    SYSTEM,
     build_design_prompt,
 )
 from spadework.errors import ConfigError

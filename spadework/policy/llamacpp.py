@@ -30,13 +30,11 @@ from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams, StreamRequest
-from spadework.policy.decode import chat_prompt_ids, checked_prompts, common_prefix, sample_tokens
+from spadework.policy.decode import chat_prompt_ids, checked_prompts, sample_tokens
+from spadework.policy.llamacpp_cells import SequenceCells
 from spadework.policy.llamacpp_lib import Row, context_params, default_threads, llama
 
 KV_TYPES = ("f32", "f16")
-#: A prompt copies another sequence's cached prefix when that is at least this many tokens
-#: longer than its own sequence's (a copy moves the whole stream: not worth a few tokens).
-COPY_MIN = 64
 
 
 class LlamaCppPolicy:
@@ -88,9 +86,7 @@ class LlamaCppPolicy:
                               "architecture this llama.cpp build does not know)")
         self._ctx: Any = None
         self._ctx_shape = (0, 0)  # (sequences, cells per sequence) of the live context
-        self._kv: dict[int, list[int]] = {}  # sequence -> the tokens its KV cells hold
-        self._donors: set[int] = set()  # sequences copied from in the step being built
-        self._owner: dict[int, Any] = {}  # sequence -> the stream key it last served
+        self._cells = SequenceCells(self._ll)  # what each sequence's KV cells hold
         self.reused_tokens = 0  # prompt tokens served from cached prefixes, not recomputed
         self.copied_tokens = 0  # of those, the ones copied from another sequence's cells
         self.prefilled_tokens = 0  # prompt tokens computed (the rest of each prompt)
@@ -278,7 +274,7 @@ class LlamaCppPolicy:
             if self._ctx is not None:
                 self._ll.llama_free(self._ctx)
                 self._ctx = None
-            self._kv, self._owner = {}, {}
+            self._cells.clear()
 
     def close(self) -> None:
         """Free the context, the adapter and the model (idempotent)."""
@@ -314,63 +310,13 @@ class LlamaCppPolicy:
         """Drop every cached prefix (the weights changed, or a call failed half-way)."""
         if self._ctx is not None:
             self._ll.llama_memory_clear(self._ll.llama_get_memory(self._ctx), True)
-        self._kv, self._owner = {}, {}
+        self._cells.clear()
 
-    def _shared(self, seq: int, prompt: Sequence[int], pending: dict[int, int]) -> int:
-        """The leading tokens of ``prompt`` whose cells ``seq`` holds already computed (not its
-        ``pending[seq]`` last, fed in the step being built), at most all but the prompt's last
-        token (whose logits are needed)."""
-        held = self._kv.get(seq, ())
-        return common_prefix(held, prompt, min(len(held) - pending.get(seq, 0), len(prompt) - 1))
-
-    def _claim(self, mem: Any, free: list[int], prompt: list[int], key: Any = None,
-               reserved: frozenset = frozenset(), pending: dict[int, int] | None = None
-               ) -> tuple[int, int]:
-        """Take a free sequence for ``prompt`` and drop its cells past the prefix it shares;
-        returns (sequence, tokens reused). The sequence last claimed for ``key`` when it is free
-        (a conversation's next turn), else the one sharing the longest prefix among those not
-        last claimed for a key in ``reserved`` (conversations waiting for their next turn keep
-        theirs). When another sequence, busy or free, holds a prefix at least ``COPY_MIN``
-        tokens longer (the same opening of another episode: the system block and the task), its
-        cells are copied in instead (``llama_memory_seq_cp`` copies a sequence's whole stream;
-        the cells past the prefix are then dropped). ``pending``: tokens each sequence is fed in
-        the step being built, not yet computed (the prefill sets it for ``prompt``'s own)."""
-        pending = {} if pending is None else pending
-        shares = {q: self._shared(q, prompt, pending) for q in {*free, *self._kv}}
-        own = [q for q in free if key is not None and self._owner.get(q) == key]
-        pool = (own or [q for q in free if self._owner.get(q) not in reserved and q not in self._donors]
-                or [q for q in free if q not in self._donors] or free)
-        best = max(pool, key=shares.__getitem__)
-        free.remove(best)
-        reused = shares[best]
-        donor = max((q for q in self._kv if q != best), default=None, key=shares.__getitem__)
-        copied = shares[donor] if donor is not None else 0
-        copy = copied >= reused + COPY_MIN
-        if copy:
-            # the stream is copied when the step's decode starts: until then the donor is
-            # not claimed, and the copy is no donor itself (its cells are not there yet)
-            self._ll.llama_memory_seq_cp(mem, donor, best, -1, -1)
-            self._donors.add(donor)
-            self.copied_tokens += copied
-            reused = copied
-        self._ll.llama_memory_seq_rm(mem, best, reused, -1)
-        self._kv[best], self._owner[best] = list(prompt), key
-        pending[best] = len(prompt) if copy else len(prompt) - reused
-        return best, reused
-
-    def _defer(self, prompt: Sequence[int], pending: dict[int, int],
-               prefilling: list[Sequence[int]]) -> bool:
-        """Whether ``prompt`` should wait one step: a prompt prefilled in the step being built
-        shares at least ``COPY_MIN`` more of its leading tokens than any computed cells do, so
-        that next step it copies them instead of computing them again (the first turns of an
-        environment's episodes, which all open with the same system block and task)."""
-        if not prefilling:
-            return False
-        soon = max(common_prefix(p, prompt, len(prompt) - 1) for p in prefilling)
-        if soon < COPY_MIN:
-            return False
-        now = max((self._shared(q, prompt, pending) for q in self._kv), default=0)
-        return soon >= now + COPY_MIN
+    def _claim(self, *args: Any, **kwargs: Any) -> tuple[int, int]:
+        """:meth:`SequenceCells.claim`, counting the tokens copied."""
+        seq, reused, copied = self._cells.claim(*args, **kwargs)
+        self.copied_tokens += copied
+        return seq, reused
 
     def _apply_adapter(self) -> None:
         self._forget()  # cached keys and values were computed with the old weights
@@ -386,7 +332,7 @@ class LlamaCppPolicy:
 
     def _ensure_context(self, n_seq: int, cells: int) -> None:
         """A context for ``n_seq`` sequences of ``cells`` KV cells each (grown, never shrunk; a
-        context that fits is kept with its cached prefixes, see :meth:`_claim`)."""
+        context that fits is kept with its cached prefixes, see :meth:`SequenceCells.claim`)."""
         have_seq, have_cells = self._ctx_shape
         if self._ctx is not None and have_seq >= n_seq and have_cells >= cells:
             return
@@ -394,7 +340,7 @@ class LlamaCppPolicy:
         if self._ctx is not None:
             ll.llama_free(self._ctx)
             self._ctx = None
-        self._kv, self._owner = {}, {}
+        self._cells.clear()
         # twice what is asked when growing, so that conversations growing turn by turn
         # recreate the context (and lose the cached prefixes) a few times, not at every turn;
         # after release() the size it had
@@ -450,7 +396,7 @@ class LlamaCppPolicy:
                 at: list[int] = []  # the batch index of each one's logits
                 fed: list[int] = []  # tokens each row feeds this step
                 pending: dict[int, int] = {}  # sequence -> its tokens fed this step
-                self._donors = set()
+                self._cells.donors = set()
                 prefilling: list[list[int]] = []  # the prompts computed this step
                 for r in active:
                     if r.seq < 0:  # dropped by the growth above
@@ -465,12 +411,13 @@ class LlamaCppPolicy:
                     else:
                         at.append(len(entries))
                         entries.append((r.out.ids[-1], len(r.prompt) + len(r.out.ids) - 1, r.seq, True))
-                        self._kv[r.seq].append(r.out.ids[-1])
+                        self._cells.kv[r.seq].append(r.out.ids[-1])
                         pending[r.seq] = 1
                         fed.append(1)
                     outs.append(r)
                 reserved = frozenset(r.key for r in waiting if r.key is not None)
-                held = {self._owner[q]: q for q in free if self._owner.get(q) is not None}
+                owner = self._cells.owner
+                held = {owner[q]: q for q in free if owner.get(q) is not None}
                 # conversations that continue go first, into the sequence holding their prefix;
                 # then the others in order, into sequences no waiting conversation holds
                 admit = [r for r in waiting if r.key in held and r.cells <= self._ctx_shape[1]]
@@ -480,7 +427,7 @@ class LlamaCppPolicy:
                     admit.append(waiting.popleft())
                 deferred = []
                 for r in admit:
-                    if self._defer(r.prompt, pending, prefilling):
+                    if self._cells.defer(r.prompt, pending, prefilling):
                         deferred.append(r)  # next step it copies what this one computes
                         continue
                     r.seq, reused = self._claim(ll.llama_get_memory(self._ctx), free, r.prompt,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from spadework.errors import ConfigError
 
-#: The settings a designer writes for: games, or tool-use environments (their rules: designer/prompts.py).
+#: The settings a designer writes for: games, or tool-use environments (their rules: designer/guides.py).
 SETTINGS = ("games", "tool-use")
 
 

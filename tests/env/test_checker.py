@@ -657,7 +657,7 @@ def test_the_check_display_draws_only_on_a_terminal():
 
 
 def test_a_tool_env_of_call_steps_is_checked_at_every_level_with_the_failing_call_named(sb):
-    from spadework.designer.prompts import TOOL_EXAMPLE
+    from spadework.designer.guides import TOOL_EXAMPLE
 
     code = TOOL_EXAMPLE  # no solution(): call_step
     assert "def solution" not in code

@@ -20,7 +20,7 @@ from spadework.env.toolenv import (
     parse_tool_calls,
     schema_error,
 )
-from spadework.designer.prompts import TOOL_EXAMPLE
+from spadework.designer.guides import TOOL_EXAMPLE
 
 # ---------------------------------------------------------------- parser: real model-style replies
 

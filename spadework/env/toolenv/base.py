@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,71 +19,16 @@ from .calls import (
     MAX_DEPTH,
     ToolCall,
     ToolCallFormatError,
+    fit_replies,
     format_tool_call,
     parse_answer,
     parse_bare_call,
     parse_tool_calls,
     too_deep,
 )
+from .declare import declarations, first_fillable_call, tool_signature
+from .render import answers_match, render_result
 from .schema import coerce_integers, same_value, schema_error
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, float):
-        return format(value, ".10g")
-    if isinstance(value, (dict, list, bool)) or value is None:
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
-
-
-def render_record(record: dict) -> str:
-    """One record on one line, for tool results.
-
-    >>> render_record({"id": 3, "name": "Ann", "balance": 0.1 + 0.2, "tags": ["vip"]})
-    'id: 3, name: Ann, balance: 0.3, tags: ["vip"]'
-    """
-    return ", ".join(f"{key}: {_cell(value)}" for key, value in record.items())
-
-
-def render_records(records: list[dict], columns: list[str] | None = None) -> str:
-    """Records as a compact table: a header line of column names, then one line per record.
-
-    >>> print(render_records([{"id": 1, "qty": 5}, {"id": 2, "qty": 0}]))
-    id | qty
-    1 | 5
-    2 | 0
-    >>> render_records([])
-    '(no records)'
-    """
-    if not records:
-        return "(no records)"
-    columns = columns or list(records[0])
-    lines = [" | ".join(columns)]
-    lines += [" | ".join(_cell(r.get(c, "")) for c in columns) for r in records]
-    return "\n".join(lines)
-
-
-def answers_match(given: str, expected: str) -> bool:
-    """Case-insensitive equality after stripping, or numbers equal within 1e-6 relative (after
-    removing ``$``, ``,`` and surrounding spaces). The reference used 0.01 absolute, which
-    accepts wrong cents on small amounts and is needlessly strict on large ones.
-
-    >>> answers_match(" Done ", "done"), answers_match("$1,234.50", "1234.5")
-    (True, True)
-    >>> answers_match("1234.51", "1234.5"), answers_match("12", "twelve")
-    (False, False)
-    """
-    a, b = str(given).strip(), str(expected).strip()
-    if a.casefold() == b.casefold():
-        return True
-    try:
-        x = float(a.replace("$", "").replace(",", "").strip())
-        y = float(b.replace("$", "").replace(",", "").strip())
-    except ValueError:
-        return False
-    return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-9)
-
-
 
 
 class ToolError(Exception):
@@ -340,14 +284,7 @@ class ToolEnv:
         >>> Shop().example_call()
         '<tool_call>{"name": "find", "arguments": {"order_id": "ORD-7"}}</tool_call>'
         """
-        declared = self._declarations()
-        for name, decl in declared.items():
-            params = decl["parameters"]
-            filled = {k: _example_value(params["properties"].get(k, {}))
-                      for k in params.get("required", ())}
-            if all(v is not None for v in filled.values()):
-                return _one_line_call(name, filled)
-        return _one_line_call(next(iter(declared), "tool"), {})
+        return first_fillable_call(self._declarations())
 
     def called(self, tool: str, /, **arguments: object) -> bool:
         """Whether a successful call of ``tool`` with at least these arguments was made."""
@@ -365,29 +302,15 @@ class ToolEnv:
         return f"<answer>{value}</answer>"
 
     def fit_turns(self, replies: list[str]) -> list[str]:
-        """``replies`` merged until they fit ``max_turns`` (for ``solution()``): adjacent
-        tool-call replies are joined, smallest pair first, never above
-        :attr:`max_calls_per_turn` calls per reply. Calls still run in the same order, so the
-        merged sequence wins whenever the original does; it is returned unchanged when it fits
-        already or cannot be shortened further.
+        """``replies`` merged until they fit ``max_turns`` (for ``solution()``), at most
+        :attr:`max_calls_per_turn` calls a reply: :func:`~.calls.fit_replies`.
 
         >>> env = ToolEnv(max_turns=2)
         >>> replies = [ToolEnv.reply_call("a"), ToolEnv.reply_call("b"), "<answer>1</answer>"]
         >>> [r.count("<tool_call>") for r in env.fit_turns(replies)]
         [2, 0]
         """
-        replies = list(replies)
-        counts = [len(parse_tool_calls(r)) if parse_answer(r) is None else 0 for r in replies]
-        while len(replies) > self.max_turns:
-            pairs = [(counts[i] + counts[i + 1], i) for i in range(len(replies) - 1)
-                     if counts[i] and counts[i + 1]
-                     and counts[i] + counts[i + 1] <= self.max_calls_per_turn]
-            if not pairs:
-                break
-            _, i = min(pairs)
-            replies[i:i + 2] = [replies[i] + "\n" + replies[i + 1]]
-            counts[i:i + 2] = [counts[i] + counts[i + 1]]
-        return replies
+        return fit_replies(replies, self.max_turns, self.max_calls_per_turn)
 
     # -- the interface hosts use --------------------------------------------------------------
 
@@ -422,14 +345,14 @@ class ToolEnv:
                     f"{MAX_DEPTH} levels deep.", False)
         error = schema_error(arguments, schema)
         if error:
-            return f"Error: {error}. Usage: {self._signature(name, declarations[name])}", False
+            return f"Error: {error}. Usage: {tool_signature(name, declarations[name]['parameters'])}", False
         arguments = coerce_integers(arguments, schema)
         try:
             result = getattr(self, f"tool_{name}")(**arguments)
         except ToolError as e:  # a tool may have changed state before refusing
             return f"Error: {e}{self._advance()}", False
         self.call_history.append(ToolCall(name, arguments))
-        text = result if isinstance(result, str) else _render_result(result)
+        text = result if isinstance(result, str) else render_result(result)
         return text + self._advance(), True
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
@@ -476,30 +399,10 @@ class ToolEnv:
             raise RuntimeError("call reset() before step() or execute_tool()")
 
     def _declarations(self) -> dict[str, dict]:
-        """The declared tools, normalised and checked against the methods that implement them
-        (:func:`parameters_for`)."""
-        out = {}
-        declared = self.declare_tools()
-        if not isinstance(declared, dict):
-            raise TypeError("declare_tools() must return a dict {name: {\"description\": str, "
-                            "\"parameters\": JSON schema object}}")
-        for name, decl in declared.items():
-            method = getattr(self, f"tool_{name}", None)
-            if not callable(method):
-                raise TypeError(f"tool {name!r} is declared but method tool_{name} is missing")
-            if not isinstance(decl, dict):
-                raise TypeError(f"tool {name!r}: declare it as {{\"description\": str, "
-                                "\"parameters\": JSON schema object}")
-            out[name] = {"description": str(decl.get("description", "")),
-                         "parameters": parameters_for(name, decl.get("parameters"), method)}
-        return out
-
-    @staticmethod
-    def _signature(name: str, decl: dict) -> str:
-        return tool_signature(name, decl["parameters"])
+        return declarations(self)
 
     def _tool_lines(self) -> list[str]:
-        return [f"- {self._signature(n, d)}: {d['description']}"
+        return [f"- {tool_signature(n, d['parameters'])}: {d['description']}"
                 for n, d in self._declarations().items()]
 
     def _format_help(self) -> str:
@@ -589,153 +492,3 @@ class ToolEnv:
     def _info(self, ran: int, failed: int) -> dict:
         return {"tool_calls": ran, "tool_errors": failed, "turn": self.turn_count,
                 "steps_done": self._instruction_index, "steps": len(self._instructions)}
-
-
-#: Python annotations (objects or, under ``from __future__ import annotations``, their names)
-#: and the JSON type each stands for, for parameters a declaration leaves out.
-_ANNOTATION_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean",
-                     list: "array", dict: "object"}
-_ANNOTATION_TYPES.update({t.__name__: k for t, k in list(_ANNOTATION_TYPES.items())})
-
-
-def _method_parameters(method: Callable) -> tuple[list[str], set[str], dict[str, dict], bool]:
-    """A tool method's argument names (``self`` left out), which of them are required, a schema
-    per name from its annotation or default (``{}`` when neither says), and whether it takes
-    ``**kwargs``. Read from the code object: ``inspect`` is not among the sandbox's modules."""
-    fn = getattr(method, "__func__", method)
-    code = fn.__code__
-    positional = list(code.co_varnames[:code.co_argcount])
-    keyword = list(code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
-    if positional and hasattr(method, "__self__"):
-        positional = positional[1:]
-    defaults = dict(zip(positional[len(positional) - len(fn.__defaults__ or ()):],
-                        fn.__defaults__ or (), strict=True))
-    defaults.update(fn.__kwdefaults__ or {})
-    names = positional + keyword
-    notes = getattr(fn, "__annotations__", {})
-    schemas = {}
-    for n in names:
-        kind = _ANNOTATION_TYPES.get(notes.get(n))
-        if kind is None and defaults.get(n) is not None:
-            kind = _ANNOTATION_TYPES.get(type(defaults[n]))
-        schemas[n] = {"type": kind} if kind else {}
-    return names, {n for n in names if n not in defaults}, schemas, bool(code.co_flags & 0x08)
-
-
-def parameters_for(name: str, raw: object, method: Callable) -> dict:
-    """The JSON schema of type object a tool's arguments are checked against, from what its
-    declaration gave as ``parameters`` and the method ``tool_<name>`` that runs it:
-
-    * an object schema is kept, and an argument the method requires but the schema leaves out is
-      added as required (typed from its annotation), so a call the schema allows cannot crash
-      the method; a schema argument the method does not take is a TypeError naming both;
-    * none or ``{}``: the method's arguments, required unless they have a default;
-    * the schema of one value (``{"type": "integer", "minimum": 1}``) for a method of one
-      argument: that argument's schema;
-    * a map of argument schemas without ``"type"`` (``{"item": {"type": "string"}}``): the
-      properties of an object schema.
-
-    The last three were 3 of 8 rejections of the 1.5B designer's held-out tool modules
-    (``benchmarks/designer_validity.py --setting tool-use``, docs/results.md): the method said
-    what the arguments were, the declaration said it another way.
-
-    >>> def tool_use(self, item: str, units: int = 1): ...
-    >>> parameters_for("use", {}, tool_use.__get__(object()))
-    {'type': 'object', 'properties': {'item': {'type': 'string'}, 'units': {'type': 'integer'}}, 'required': ['item']}
-    >>> parameters_for("use", {"type": "string", "enum": ["a"]}, (lambda self, item: 0).__get__(1))
-    {'type': 'object', 'properties': {'item': {'type': 'string', 'enum': ['a']}}, 'required': ['item']}
-    """
-    if raw is not None and not isinstance(raw, dict):
-        raise TypeError(f"tool {name!r}: parameters must be a JSON schema of type object, "
-                        f"got {type(raw).__name__}")
-    names, required, derived, open_ended = _method_parameters(method)
-    params = dict(raw or {})
-    if params.get("type", "object") != "object" or ("type" not in params and "enum" in params):
-        if len(names) != 1:
-            raise TypeError(f"tool {name!r}: parameters must be a JSON schema of type object "
-                            f"with one property per argument of tool_{name}({', '.join(names)})")
-        params = {"type": "object", "properties": {names[0]: params},
-                  "required": [names[0]] if names[0] in required else []}
-    elif "type" not in params and "properties" not in params and params:
-        if not all(isinstance(v, dict) for v in params.values()):
-            raise TypeError(f"tool {name!r}: parameters must be a JSON schema of type object")
-        params = {"type": "object", "properties": params,
-                  "required": [n for n in params if n in required]}
-    if not params:  # as the method says; no "required" when none is (as a bare {} read before)
-        params = {"type": "object", "properties": derived}
-        if required:
-            params["required"] = [n for n in names if n in required]
-    params.setdefault("type", "object")
-    props = dict(params.get("properties") or {})
-    unknown = [k for k in props if k not in names]
-    if unknown and not open_ended:
-        raise TypeError(f"tool {name!r}: its schema has argument(s) {', '.join(map(repr, unknown))} "
-                        f"but the method is tool_{name}({', '.join(names)})")
-    missing = [n for n in names if n in required and n not in props]
-    for n in missing:
-        props[n] = derived[n]
-    params["properties"] = props
-    if missing:
-        params["required"] = [*params.get("required", ()), *missing]
-    return params
-
-
-def tool_signature(name: str, parameters: object) -> str:
-    """A tool's arguments on one line, ``name(arg: type, opt?: type)``, enums written as their
-    values: what ToolEnv's observations list and what a host lists when the chat template does
-    not get the schemas (``spadework.play_messages.tool_lines``). Tolerates any JSON.
-
-    >>> tool_signature("find", {"required": ["id"], "properties": {
-    ...     "id": {"type": "string"}, "kind": {"enum": ["a", "b"]}, "n": {"type": ["integer", "null"]}}})
-    'find(id: string, kind?: "a"|"b", n?: integer|null)'
-    """
-    params = parameters if isinstance(parameters, dict) else {}
-    required = set(params.get("required") or ())
-    properties = params.get("properties")
-    fields = []
-    for key, sub in (properties if isinstance(properties, dict) else {}).items():
-        sub = sub if isinstance(sub, dict) else {}
-        kind = ("|".join(json.dumps(e) for e in sub["enum"]) if "enum" in sub
-                else sub.get("type", "any"))
-        kind = "|".join(map(str, kind)) if isinstance(kind, list) else kind
-        fields.append(f"{key}{'' if key in required else '?'}: {kind}")
-    return f"{name}({', '.join(fields)})"
-
-
-def _one_line_call(name: str, arguments: dict) -> str:
-    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
-
-
-def _example_value(schema: dict) -> object:
-    """A value the schema accepts, for :meth:`ToolEnv.example_call`, or None when none is
-    obvious (an object, or a string with no ``e.g.`` in its description).
-
-    >>> [_example_value(s) for s in ({"enum": ["b", "a"]}, {"type": "integer", "minimum": 3},
-    ...     {"type": "string", "description": "a city, e.g. Lyon"}, {"type": "string"})]
-    ['b', 3, 'Lyon', None]
-    """
-    if schema.get("enum"):
-        return schema["enum"][0]
-    kind = schema.get("type")
-    if kind in ("integer", "number"):
-        low = schema.get("minimum", 1)
-        return low if isinstance(low, (int, float)) and not isinstance(low, bool) else 1
-    if kind == "boolean":
-        return True
-    if kind == "array":
-        item = _example_value(schema.get("items", {}))
-        return None if item is None else [item]
-    if kind == "string" or kind is None:
-        described = str(schema.get("description", ""))
-        if "e.g." in described:
-            value = described.split("e.g.", 1)[1].strip().split()[0].strip(",.;:)\"'")
-            return value or None
-    return None
-
-
-def _render_result(result: object) -> str:
-    if isinstance(result, dict):
-        return render_record(result)
-    if isinstance(result, list) and all(isinstance(r, dict) for r in result):
-        return render_records(result)
-    return _cell(result)

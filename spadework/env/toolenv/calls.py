@@ -374,3 +374,26 @@ def format_tool_call(call: ToolCall, style: str = "json") -> str:
         f"<parameter={k}>\n{_xml_literal(v)}\n</parameter>\n" for k, v in call.arguments.items()
     )
     return f"{_OPEN}\n<function={call.name}>\n{params}</function>\n{_CLOSE}"
+
+
+def fit_replies(replies: list[str], max_turns: int, max_calls: int) -> list[str]:
+    """``replies`` merged until there are at most ``max_turns``: adjacent tool-call replies are
+    joined, smallest pair first, never above ``max_calls`` calls per reply. Calls still run in
+    the same order, so the merged sequence wins whenever the original does; it is returned
+    unchanged when it fits already or cannot be shortened further.
+
+    >>> call = '<tool_call>{"name": "a", "arguments": {}}</tool_call>'
+    >>> [r.count("<tool_call>") for r in fit_replies([call, call, call, "<answer>1</answer>"], 3, 8)]
+    [2, 1, 0]
+    """
+    replies = list(replies)
+    counts = [len(parse_tool_calls(r)) if parse_answer(r) is None else 0 for r in replies]
+    while len(replies) > max_turns:
+        pairs = [(counts[i] + counts[i + 1], i) for i in range(len(replies) - 1)
+                 if counts[i] and counts[i + 1] and counts[i] + counts[i + 1] <= max_calls]
+        if not pairs:
+            break
+        _, i = min(pairs)
+        replies[i:i + 2] = [replies[i] + "\n" + replies[i + 1]]
+        counts[i:i + 2] = [counts[i] + counts[i + 1]]
+    return replies
