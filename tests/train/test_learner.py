@@ -92,7 +92,10 @@ def test_zero_advantage_samples_are_not_run_and_the_update_is_unchanged(aggregat
         assert stats["tokens"] == sum(s.n_tokens for s in batch) and learner.steps == 1
         after = lora_state(learner)
         updates.append({k: after[k] - before[k] for k in after})
-    assert max_diff(updates[0], updates[1]) < 1e-6 and max(float(d.abs().max()) for d in updates[0].values()) > 0
+    # equal up to float summation order (the micro-batches differ): within 0.5% of the largest
+    # element (about lr = 1e-3 under Adam; 1.08e-6 apart on an AMD EPYC, under 1e-6 elsewhere)
+    largest = max(float(d.abs().max()) for d in updates[0].values())
+    assert largest > 0 and max_diff(updates[0], updates[1]) < 5e-3 * largest, (max_diff(updates[0], updates[1]), largest)
     policy = make_tiny_policy()
     learner = Learner(policy, TrainConfig())
     before = lora_state(learner)
