@@ -351,3 +351,7 @@ def test_run_summary_sparklines_follow_the_metrics(run_dir):
     attempts = sum(v for m in lines for k, v in m["validity_funnel"].items() if k != "total")
     assert any(x.strip().startswith(f"designs: {attempts} attempts") for x in out)
     assert out[-1].endswith(f"spadework report {run_dir}")
+    assert not any("warning" in x for x in out)
+    # a run in which nothing was played (every environment failed to load) says so
+    idle = run_summary([{**m, "episodes": 0} for m in lines], str(run_dir))
+    assert any(x.strip().startswith("warning: no episode was played") for x in idle)

@@ -47,7 +47,8 @@ def _num(v: float | None) -> str:
 
 def run_summary(lines: Sequence[Mapping[str, Any]], run_dir: str) -> list[str]:
     """The closing lines of ``spadework run``: each curve's sparkline over the iterations with
-    its first and last value, the design funnel's totals, and how to see more."""
+    its first and last value, the design funnel's totals, a warning when nothing was played (a
+    run whose environments all failed to load still ends), and how to see more."""
     if not lines:
         return [f"no iteration finished in {run_dir}"]
     out = [f"summary of {len(lines)} iteration(s) ({lines[0]['iteration']}..{lines[-1]['iteration']}):"]
@@ -67,5 +68,8 @@ def run_summary(lines: Sequence[Mapping[str, Any]], run_dir: str) -> list[str]:
         rejected = ", ".join(f"{k} {v}" for k, v in sorted(funnel.items()) if k != "accepted") or "none"
         out.append(f"  designs: {sum(funnel.values())} attempts, {funnel.get('accepted', 0)} accepted; "
                    f"rejected at: {rejected}")
+    if not any(m.get("episodes") for m in lines):
+        out.append("  warning: no episode was played in any iteration: every environment of the pool "
+                   "failed before play (statuses and rejection stages are in the report)")
     out.append(f"  see it all: spadework report {run_dir}")
     return out
