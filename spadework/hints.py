@@ -30,6 +30,8 @@ from typing import Any
 from spadework.env.actions import extract_boxed, parse_answer, strip_thinking
 from spadework.env.probe import FORMATTED, mentions
 from spadework.errors import EnvError, PolicyError
+from spadework.policy.base import Conversation, SamplingParams
+from spadework.rollout import level_kwarg
 from spadework.seeding import derive_seed, episode_seed
 from spadework.types import EnvSource
 
@@ -178,8 +180,6 @@ def probe_env(sandbox: Any, env: EnvSource, seeds: Sequence[int], max_turns: int
               level: int = 1) -> _Probe:
     """Run the env in the sandbox on ``seeds`` at ``level``: does it define hint(), and what
     answers does solution() give that the first observation does not print."""
-    from spadework.rollout import level_kwarg
-
     secrets: dict[int, list[str]] = {}
     try:
         with sandbox.load(env.code, max_turns=max_turns, class_name=env.class_name,
@@ -209,8 +209,6 @@ def write_hints(policy: Any, envs: Sequence[EnvSource], *, sandbox: Any, archive
     the rollout gets, or the seeds themselves, or the check covers other instances.
     Kept policy hints are stored with ``archive.set_hint``; envs must be in the archive.
     """
-    from spadework.policy.base import Conversation, SamplingParams
-
     probes, outcomes = {}, {}
     for env in envs:
         env_seeds = (seeds or {}).get(env.env_id) or [episode_seed(run_seed, env.env_id, i) for i in range(plays)]

@@ -43,15 +43,29 @@ from spadework import metrics as M
 from spadework.archive import Archive, archive_path, views
 from spadework.config import RunConfig
 from spadework.corpus import Corpus
+from spadework.designer import design_environments
+from spadework.designer.credit import (
+    credit_attempts,
+    designer_assembly,
+    env_credit,
+    reference_designer_scale,
+)
+from spadework.env.solvable import solution_losses
 from spadework.errors import ConfigError, PolicyError
+from spadework.evaluate.inrun import eval_due, evaluate_policy
+from spadework.hints import write_hints
 from spadework.levels import next_level
+from spadework.library import checked_starters, is_held_out
+from spadework.loggers import open_loggers
 from spadework.paths import room_to_write
 from spadework.policy.base import Policy
 from spadework.policy.sync import WeightSync
 from spadework.progress import Progress, Silent
 from spadework.reward import LearningPotential
 from spadework.rollout import level_kwarg, play, regret_jobs
+from spadework.sandbox import Limits, Sandbox
 from spadework.seeding import derive_rng, derive_seed
+from spadework.skills import skills_for
 from spadework.stage import (  # noqa: F401 (RunContext: the loop's API, re-exported)
     IterationMetrics,
     Plan,
@@ -61,7 +75,9 @@ from spadework.stage import (  # noqa: F401 (RunContext: the loop's API, re-expo
     Trainer,
     default_corpus,
 )
-from spadework.train.batch import ROLES
+from spadework.train import checkpoint  # by attribute: tests replace save_rotating
+from spadework.train.batch import ROLES, agent_assembly
+from spadework.train.checkpoint import restore_trainers
 from spadework.types import EnvSource, Episode
 
 STAGES = ("design", "pool", "hints", "play", "reward", "train", "eval", "store")
@@ -101,9 +117,6 @@ class _Iteration:
 # -- stages --------------------------------------------------------------------------------------
 
 def _design(ctx: RunContext, it: _Iteration) -> StageResult:
-    from spadework.designer import design_environments
-    from spadework.skills import skills_for
-
     cc, plan = ctx.cfg.curriculum, it.plan
     if not cur.is_regeneration(it.i, cc.regen_interval) or cc.designs_per_regen == 0:
         return StageResult({"regenerated": False, "funnel": {}, "tokens": 0}, plan)
@@ -128,8 +141,6 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
 
 
 def _pool(ctx: RunContext, it: _Iteration) -> StageResult:
-    from spadework.library import is_held_out
-
     cc, a, limit = ctx.cfg.curriculum, ctx.archive, ctx.cfg.play.max_turns
     fresh = it.plan.fresh if it.plan.regenerated else it.state.fresh
     candidates = []
@@ -154,8 +165,6 @@ def _pool(ctx: RunContext, it: _Iteration) -> StageResult:
 def _hints(ctx: RunContext, it: _Iteration) -> StageResult:
     """Policy-written hints for envs without their own ``hint()``, leak-checked against the
     instances this iteration plays (the same run seed and play count as :func:`_play`)."""
-    from spadework.hints import write_hints
-
     report = write_hints(ctx.role_policy("designer"), it.envs(), sandbox=ctx.sandbox, archive=ctx.archive,
                          run_seed=derive_seed(ctx.cfg.run_seed, it.i), iteration=it.i,
                          plays=ctx.cfg.plays, max_turns=ctx.cfg.play.max_turns,
@@ -169,8 +178,6 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
     """Both arms of every pool environment on the same instances, each instance first replayed
     with the environment's own solution(): one it loses is dropped from both arms and counted
     (about 1.5 ms per instance; the checker saw other seeds than these)."""
-    from spadework.env.solvable import solution_losses
-
     envs, hints = it.envs(), dict(it.plan.hints)
     seed, check = derive_seed(ctx.cfg.run_seed, it.i), ctx.cfg.check
     jobs, unwinnable = [], {}
@@ -209,8 +216,6 @@ def _engine_counts(policy: Any) -> dict[str, int]:
 
 def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
     """Score every played env; credit the designer samples waiting for these envs."""
-    from spadework.designer.credit import credit_attempts, env_credit
-
     rc, cc, a = ctx.cfg.reward, ctx.cfg.curriculum, ctx.archive
     lps = a.load_state("learning_potential") or {}
     outcomes, rewards, moves = [], {}, {}
@@ -251,9 +256,6 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
     """One GRPO step per trained model on the samples of the roles it trains (a frozen role's
     designs are credited and consumed, not trained on), its weights synced to its sampler, and
     a checkpoint per trained model."""
-    from spadework.designer.credit import designer_assembly, reference_designer_scale
-    from spadework.train.batch import agent_assembly
-
     trainers = ctx.trainers()
     if not trainers:
         return StageResult({"note": "training is off (--no-train)"}, it.plan)
@@ -306,10 +308,8 @@ def _release(policy: Policy) -> None:
 def _train_one(ctx: RunContext, it: _Iteration, t: RoleTrainer, samples: list[Any]) -> dict[str, Any]:
     """``t``'s step on ``samples`` (or why none), its sync, and its checkpoint for iteration
     ``it.i``; the step's figures."""
-    from spadework.train.checkpoint import checkpoint_meta, save_rotating
-
     if ctx.trained_through.get(t.name, -1) >= it.i:  # killed after the checkpoint, before the commit
-        return checkpoint_meta(t.root).get("figures", {})
+        return checkpoint.checkpoint_meta(t.root).get("figures", {})
     figures: dict[str, Any] = {}
     if not samples:
         figures["note"] = "no update: nothing to train on"
@@ -329,7 +329,7 @@ def _train_one(ctx: RunContext, it: _Iteration, t: RoleTrainer, samples: list[An
             figures["sync_seconds"] = round(time.monotonic() - start, 3)
     # a checkpoint per trained iteration, update or not, so that resume always finds this one
     keep = (it.i + 1) % ctx.cfg.checkpoint_every == 0 or it.i == ctx.cfg.iterations - 1
-    save_rotating(t.learner, t.root, it.i, keep=keep, extra={"figures": figures})
+    checkpoint.save_rotating(t.learner, t.root, it.i, keep=keep, extra={"figures": figures})
     ctx.trained_through[t.name] = it.i
     return figures
 
@@ -348,8 +348,6 @@ def _merge_step(figures: dict[str, Any], step: Mapping[str, Any]) -> None:
 def _eval(ctx: RunContext, it: _Iteration) -> StageResult:
     """The ``[eval]`` suites with the current weights, when due; results under
     ``RUN_DIR/eval/iter_XXXX`` and in this iteration's metrics."""
-    from spadework.evaluate.inrun import eval_due, evaluate_policy
-
     if not eval_due(ctx.cfg.eval, it.i):
         return StageResult({"due": False}, it.plan)
     ctx.progress.stage("eval", f"{', '.join(ctx.cfg.eval.suites)} ({ctx.cfg.eval.preset} preset)")
@@ -450,11 +448,6 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
     ``corpus`` loads the grounding corpus (default: the pulled default corpus). Raises
     ConfigError when ``run_dir`` holds a run and ``resume`` is false, or the other way round.
     """
-    from spadework.library import checked_starters
-    from spadework.loggers import open_loggers
-    from spadework.sandbox import Limits, Sandbox
-    from spadework.train.checkpoint import restore_trainers
-
     trains = cfg.roles_trained_on_policy(shared=designer is None)
     if trains and learner is None:
         raise ConfigError(f"cfg.train trains the {' and '.join(sorted(trains))} role on this model "

@@ -23,8 +23,8 @@ from typing import Any
 
 from spadework import reward
 from spadework.rollout import step_timed_out
+from spadework.train.batch import ROLES
 from spadework.types import Episode
-
 
 #: How a play ends when it ends as a game: won, lost or out of turns. The others are failures.
 GAME_ENDS = ("completed", "truncated")
@@ -193,8 +193,6 @@ def iteration_summary(figures: Mapping[str, Any], episodes: Sequence[Episode], *
     committed (``figures[stage]``) and its episodes: per-role losses and rewards, returns and
     format share per arm, the design funnel, pool, hints, statuses, win rates, regret, the
     learner's figures, tokens and seconds per stage."""
-    from spadework.train.batch import ROLES
-
     def mean(values: list[float]) -> float | None:
         return stats(values)["mean"]
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from spadework.env.actions import parse_action
 from spadework.errors import ConfigError, EnvError, EnvTimeout, PolicyError
 from spadework.play_messages import first_message, tool_role_for, windowed
-from spadework.policy.base import streams
+from spadework.policy.base import Conversation, SamplingParams, StreamRequest, streams
 from spadework.seeding import derive_seed, episode_seed
 from spadework.settings.play import PlayConfig
 from spadework.types import EnvSource, Episode, Sampling, Turn
@@ -158,8 +158,6 @@ class _Live:
         return None if self.template_tools else self.tools
 
     def conversation(self, thinking: bool | None):
-        from spadework.policy.base import Conversation
-
         messages = windowed(self.messages, self.history_turns, lambda obs: first_message(
             self.job.env.setting, obs, self.hint, self.listed_tools))
         return Conversation(messages=tuple(messages), thinking=thinking,
@@ -301,8 +299,6 @@ def _admit(queue: deque, lives: list, live: list[int], at_once: int, sandbox,
 
 def _sampling(cfg: PlayConfig, **extra):
     """How a turn is sampled (``extra``: the row seeds, the move to stop at)."""
-    from spadework.policy.base import SamplingParams
-
     return SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
                           max_tokens=cfg.max_tokens, **extra)
 
@@ -408,8 +404,6 @@ def _stream(policy, sandbox, cfg: PlayConfig, context: int, tool_role: str, seed
     """Play the jobs in ``queue`` through ``policy.stream`` (see ``PlayConfig.continuous``),
     keeping ``lives`` and ``live`` (the indices of episodes not yet ended) as :func:`play` does,
     so that if the engine fails a step the episodes left go on turn by turn from there."""
-    from spadework.policy.base import StreamRequest
-
     params = _sampling(cfg)
 
     def turn(i: int) -> StreamRequest | None:

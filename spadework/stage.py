@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from spadework.archive import Archive
 from spadework.config import RunConfig
 from spadework.corpus import Corpus
+from spadework.default_corpus import load_default_corpus
 from spadework.policy.base import BaseWeights, Policy
 from spadework.policy.sync import WeightSync
 from spadework.progress import Progress, Silent
@@ -157,6 +158,4 @@ class IterationMetrics:
 
 
 def default_corpus() -> Corpus:
-    from spadework.default_corpus import load_default_corpus
-
     return load_default_corpus()

@@ -122,3 +122,31 @@ def test_settings_is_a_leaf_and_its_names_are_the_stages():
 
     assert tuple(SETTING_RULES) == SETTINGS
     assert sorted(suite_names()) == sorted(SUITES + DATA_SUITES)
+
+
+def test_each_deferred_import_of_the_package_says_why():
+    """A function-level import of the package's own modules is the exception: each says on its
+    line, or above the run of imports it belongs to, why it is not at the module's top (a
+    command's code kept out of ``spadework --help``, an optional or heavy dependency, an import
+    circle), so a module's top says what it uses."""
+    bare = []
+    for name, path in MODULES.items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        tree = ast.parse("\n".join(lines))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for block in ast.walk(fn):
+                body = getattr(block, "body", None)
+                if not isinstance(body, list):
+                    continue
+                reason = False  # a comment line above an import of the current run
+                for node in body:
+                    if not isinstance(node, ast.Import | ast.ImportFrom):
+                        reason = False
+                        continue
+                    reason = reason or lines[node.lineno - 2].strip().startswith("#")
+                    own = [t for t in _targets(name, path, node) if t.startswith("spadework")]
+                    if own and not (reason or "#" in lines[node.lineno - 1]):
+                        bare.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert sorted(set(bare)) == []

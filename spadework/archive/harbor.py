@@ -47,9 +47,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import spadework.env as env_pkg
 from spadework.archive.records import EnvRecord, ImportRecord
 from spadework.archive.spade_import import GameOutcome
+from spadework.env.checker import check
+from spadework.env.novelty import NoveltyIndex
+from spadework.env.probe import solution_actions
+from spadework.env.static import check_static
 from spadework.errors import ConfigError, ContractError, EnvError
+from spadework.integrations.hosted import HostedEnv
 from spadework.integrations.source import imports_of, play_settings
 from spadework.types import env_id_of
 
@@ -117,8 +123,6 @@ def _dockerfile(imports: frozenset[str]) -> str:
 
 def _write_code(folder: Path, code: str, imports: frozenset[str], spec: dict[str, Any]) -> None:
     """The environment's own files: env.py, its kit, episode.json and the runner."""
-    import spadework.env as env_pkg
-
     folder.mkdir(parents=True)
     (folder / "env.py").write_text(code, encoding="utf-8")
     for kit in sorted(_KITS & imports):
@@ -131,9 +135,6 @@ def _write_code(folder: Path, code: str, imports: frozenset[str], spec: dict[str
 def _made(rec: EnvRecord, seed: int, level: int, max_turns: int, sandbox: Any) -> tuple[str, list[str]]:
     """The first observation and the winning replies of (``rec``, ``seed``, ``level``), from
     spadework's sandbox; ContractError when the solution does not win there."""
-    from spadework.env.probe import solution_actions
-    from spadework.integrations.hosted import HostedEnv
-
     with HostedEnv(rec.source, level=level, max_turns=max_turns, sandbox=sandbox) as h:
         first, _ = h.reset(seed)
         replies = [str(r) for r in solution_actions(h.solution())]
@@ -220,8 +221,6 @@ def export_harbor(archive: Any, out: str | Path, *, sandbox: Any, seeds: tuple[i
 
 def _module_of(task: Path) -> Path | None:
     """The environment's Python module in a task folder's ``environment/``."""
-    from spadework.env.static import check_static
-
     ours = task / "environment" / "app" / "env.py"
     if ours.is_file():
         return ours
@@ -242,8 +241,6 @@ def import_harbor(archive: Any, folder: str | Path, *, sandbox: Any, config: Any
     """Import the environment of every Harbor task under ``folder`` (see the module docstring),
     checked in ``sandbox`` under ``config``; ``progress`` gets each outcome as it is decided.
     Raises ConfigError when ``folder`` holds no task."""
-    from spadework.env.novelty import NoveltyIndex
-
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"{folder} is not a folder; give a folder of Harbor tasks")
@@ -262,9 +259,6 @@ def import_harbor(archive: Any, folder: str | Path, *, sandbox: Any, config: Any
 
 def _import_one(archive: Any, task: Path, folder: Path, sandbox: Any, config: Any,
                 index: Any) -> GameOutcome:
-    from spadework.env.checker import check
-    from spadework.env.static import check_static
-
     name = str(task.relative_to(folder)) if task != folder else task.name
     try:
         meta = tomllib.loads((task / "task.toml").read_text(encoding="utf-8")).get("metadata", {})

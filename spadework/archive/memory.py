@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 from spadework.archive.records import MemoryNegative, MemoryPositive, PlayedDesign
 from spadework.errors import ArchiveError
+from spadework.metrics import GAME_ENDS, score_env
+from spadework.reward import episode_return
 
 
 class Queryable(Protocol):
@@ -125,9 +127,6 @@ def how_it_played(archive: Any, env_id: str, *, reply_chars: int = 160) -> Playe
     that ended as games (the reward stage's count), the level played and, when it was never won
     without the hint, the start of two of the agent's unhinted replies; None when it was never
     played or no play ended as a game."""
-    from spadework.metrics import GAME_ENDS, score_env
-    from spadework.reward import episode_return
-
     stats, rec = archive.env_stats(env_id), archive.get_env(env_id)
     if stats is None or rec is None:
         return None

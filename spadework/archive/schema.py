@@ -52,6 +52,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from spadework.env.actions import parse_action
 from spadework.errors import ArchiveError
 
 #: The schema version this code writes. Bump it only by appending a step to ``STEPS``.
@@ -204,8 +205,6 @@ def _step_2(conn: sqlite3.Connection) -> None:
 
 
 def _step_3(conn: sqlite3.Connection) -> None:
-    from spadework.env.actions import parse_action
-
     for table in ("turns", "attempts"):
         for column, kind in (("temperature", "REAL"), ("top_p", "REAL"), ("top_k", "INTEGER")):
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")

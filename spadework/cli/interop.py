@@ -34,6 +34,7 @@ def mcp_cmd(
     """Serve one episode of a tool-use environment over MCP on stdio: its tools plus
     submit_answer; each call is one turn; the resource spadework://episode holds the reward."""
     with _reported(SpadeworkError):
+        # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
         from spadework.integrations.mcp_server import serve_stdio
 
         final = serve_stdio(source, env, seed=seed, level=level, max_turns=max_turns,
@@ -56,6 +57,7 @@ def openenv_serve(
     """Serve an environment with OpenEnv's server (WebSocket sessions at /ws, /reset, /step,
     /state, /schema, /health) until interrupted; its code runs only in the sandbox."""
     with _reported(SpadeworkError):
+        # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
         from spadework.integrations.openenv_server import serve
 
         serve(source, env, host=host, port=port, level=level, seed=seed, max_turns=max_turns,

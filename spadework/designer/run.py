@@ -54,8 +54,9 @@ from spadework.designer.prompts import (
 )
 from spadework.env.checker import CheckConfig
 from spadework.env.hygiene import env_benchmark_matches
-from spadework.errors import ConfigError
-from spadework.policy.base import streams
+from spadework.env.novelty import NoveltyIndex
+from spadework.errors import ConfigError, PolicyError
+from spadework.policy.base import Conversation, SamplingParams, StreamRequest, streams
 from spadework.seeding import derive_rng, derive_seed
 from spadework.settings.design import CHARS_PER_TOKEN, DesignConfig
 from spadework.skills import Skill
@@ -160,8 +161,6 @@ class DesignRun:
                  run_seed: int, cfg: DesignConfig, check_config: CheckConfig,
                  progress: Callable[[int, int], None] | None = None,
                  band: tuple[float, float] = (0.4, 0.6)) -> None:
-        from spadework.env.novelty import NoveltyIndex
-
         self.policy, self.sandbox, self.archive, self.corpus = policy, sandbox, archive, corpus
         self.iteration, self.run_seed, self.cfg = iteration, run_seed, cfg
         self.check_config = check_config
@@ -199,8 +198,6 @@ class DesignRun:
 
     def _plans(self, reqs: list[_Request], key: tuple[int, int]) -> list[_Request]:
         """``reqs`` with each plan turn asked (one batched call) and replaced by its module turn."""
-        from spadework.policy.base import Conversation
-
         todo = [i for i, q in enumerate(reqs) if q.design is not None]
         if not todo:
             return reqs
@@ -214,8 +211,6 @@ class DesignRun:
 
     def _module_tokens(self, req: _Request) -> int:
         """The tokens a plan turn's module prompt adds to it, at most (0 for other turns)."""
-        from spadework.policy.base import Conversation
-
         if req.design is None:
             return 0
         return PLAN_TOKENS + len(self.policy.prompt_ids(Conversation(messages=req.design)))
@@ -282,8 +277,6 @@ class DesignRun:
         return req
 
     def _params(self, seeds: Sequence[int] = ()) -> Any:
-        from spadework.policy.base import SamplingParams
-
         cfg = self.cfg
         return SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
                               max_tokens=cfg.max_tokens, row_seeds=tuple(seeds))
@@ -296,8 +289,6 @@ class DesignRun:
               key: tuple[int, int]) -> list[tuple[_Request, Any, Judgement]]:
         """One batched chat call, its judgements (with each request and its completion), and
         one transaction archiving them."""
-        from spadework.policy.base import Conversation
-
         params = self._params([self._seed(r, key) for r in reqs])
         completions = self.policy.chat([Conversation(messages=r.messages) for r in reqs], params)
         done, envs, attempts = [], [], []
@@ -336,9 +327,6 @@ class DesignRun:
         is judged and archived as it finishes, and the slot's next try (a repair turn while
         any is left, then a fresh attempt) joins the batch at once. A PolicyError goes up, as
         from chat."""
-        from spadework.errors import PolicyError
-        from spadework.policy.base import Conversation, StreamRequest
-
         cfg = self.cfg
         params = self._params()
         asked: dict[int, tuple[_Request, int, int]] = {}  # slot -> its try in flight

@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import spadework
 from spadework.distributed.plan import Placement, placement_plan
 from spadework.errors import ConfigError
 from spadework.settings.ray import RayConfig
@@ -48,7 +49,6 @@ def connect(rc: RayConfig, *, runtime_env: Mapping[str, Any] | None = None) -> b
     if rc.address is None:
         env_vars["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"]
     # Ray's worker processes import spadework from wherever this process does.
-    import spadework
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(spadework.__file__)))
     paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]

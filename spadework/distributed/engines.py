@@ -46,7 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
+from spadework.policy.hf import load_hf_policy
 from spadework.policy.http import HTTPFailure, exchange
+from spadework.policy.serve import PolicyServer
 
 #: The name clients send: the LoRA adapter's name, or the served model's for full weights.
 SERVED_NAME = "spadework"
@@ -77,9 +79,6 @@ class ServeEngine:
     def __init__(self, model: str, *, device: str = "cpu", dtype: str | None = None,
                  context_length: int | None = None, adapter: str | None = None,
                  max_batch_size: int = 16, max_batch: int = 1) -> None:
-        from spadework.policy.hf import load_hf_policy
-        from spadework.policy.serve import PolicyServer
-
         if device == "cuda":
             import torch
 

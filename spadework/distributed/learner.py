@@ -26,7 +26,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from spadework.distributed.cluster import stop_actors
 from spadework.errors import ConfigError
+from spadework.train.grpo import Learner
+from spadework.train.parallel import DataParallel
 
 
 class LearnerWorker:
@@ -51,9 +54,6 @@ class LearnerWorker:
     def setup(self, master: str, port: int, backend: str) -> dict[str, Any]:
         import torch
         import torch.distributed as dist
-
-        from spadework.train.grpo import Learner
-        from spadework.train.parallel import DataParallel
 
         if backend == "nccl":
             torch.cuda.set_device(0)  # Ray gives each replica its own GPU as device 0
@@ -166,7 +166,5 @@ class RayLearner:
         return ray.get(self.workers[rank].trainable_state.remote())
 
     def close(self) -> None:
-        from spadework.distributed.cluster import stop_actors
-
         stop_actors(self.workers)
         self.workers = []

@@ -24,8 +24,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from spadework.distributed.cluster import stop_actors
 from spadework.errors import PolicyError
-from spadework.rollout import PlayConfig, PlayJob
+from spadework.rollout import PlayConfig, PlayJob, play
+from spadework.sandbox import Limits, Sandbox
 from spadework.types import Episode
 
 
@@ -33,16 +35,12 @@ class RolloutWorker:
     """One rollout actor (wrapped with ``ray.remote`` by :class:`RayPlayer`)."""
 
     def __init__(self, build: Callable[[], Any], limits: dict[str, Any]) -> None:
-        from spadework.sandbox import Limits, Sandbox
-
         self.policy = build()
         self.sandbox = Sandbox(Limits(**limits))
         self.sandbox.start()
         self.played = 0
 
     def play(self, jobs: Sequence[PlayJob], cfg: PlayConfig, seed: int) -> list[Episode]:
-        from spadework.rollout import play
-
         out = play(self.policy, self.sandbox, jobs, cfg, seed=seed)
         self.played += len(out)
         return out
@@ -143,7 +141,5 @@ class RayPlayer:
         return out
 
     def close(self) -> None:
-        from spadework.distributed.cluster import stop_actors
-
         stop_actors(self.workers)
         self.workers = []

@@ -22,7 +22,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from spadework.archive import Archive, archive_path
+from spadework.distributed.cluster import PlacementGroup, connect, stop_actors
+from spadework.distributed.engines import EngineSync, ProcessEngine, ServeEngine
+from spadework.distributed.learner import RayLearner
+from spadework.distributed.plan import format_plan, placement_plan
+from spadework.distributed.rollout import RayPlayer
 from spadework.errors import ConfigError
+from spadework.loop import uses_math_verify
+from spadework.policy.hf import load_hf_policy
+from spadework.policy.openai import OpenAIPolicy
+from spadework.policy.registry import resolve_model
 from spadework.progress import Progress, Silent
 
 
@@ -32,8 +42,6 @@ def openai_client(url: str, model: str, tokenizer_dir: str, context_length: int,
     against one engine, the prompt rendered by the model's own chat template."""
     from transformers import AutoTokenizer
 
-    from spadework.policy.openai import OpenAIPolicy
-
     tok = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=Path(tokenizer_dir).is_dir())
     return OpenAIPolicy(url, model, mode="completions", tokenizer=tok, context_length=context_length,
                         concurrency=concurrency, timeout_s=600.0)
@@ -41,9 +49,6 @@ def openai_client(url: str, model: str, tokenizer_dir: str, context_length: int,
 
 def needs_math_verify(run_dir: Path) -> bool:
     """Whether the run's archive (if any) makes the sandbox preload math_verify."""
-    from spadework.archive import Archive, archive_path
-    from spadework.loop import uses_math_verify
-
     db = archive_path(run_dir)
     if not db.exists():
         return False
@@ -53,8 +58,6 @@ def needs_math_verify(run_dir: Path) -> bool:
 
 def plan_text(cfg: Any) -> str:
     """The placement plan ``--dry-run`` prints for ``cfg``."""
-    from spadework.distributed.plan import format_plan, placement_plan
-
     return format_plan(cfg.ray, placement_plan(cfg.ray, learner=cfg.train), model=cfg.model, preset=cfg.preset,
                        full_fine_tune=cfg.train and not cfg.learner.lora)
 
@@ -68,9 +71,6 @@ def ray_parts(cfg: Any, run_dir: Path, *, policy_factory: Callable[[], Any] | No
     ``policy_factory`` (a picklable zero-argument callable; tests pass a scripted policy) builds
     the policy of the driver and of every rollout worker instead of engines and clients; such a
     run cannot train."""
-    from spadework.distributed.cluster import PlacementGroup, connect, stop_actors
-    from spadework.distributed.rollout import RayPlayer
-
     rc, progress = cfg.ray, progress or Silent()
     if not cfg.shared:
         raise ConfigError("--ray runs one model for both roles (the paper's setting); a separate "
@@ -94,8 +94,6 @@ def ray_parts(cfg: Any, run_dir: Path, *, policy_factory: Callable[[], Any] | No
             builds, learner, engines = _engines_and_learner(cfg, run_dir, group, progress)
             parts["learner"] = learner
             if learner is not None:
-                from spadework.distributed.engines import EngineSync
-
                 weights = Path(rc.weights_dir) if rc.weights_dir else run_dir / "weights"
                 parts["sync"] = EngineSync(engines, weights)
         limits = {"episode_seconds": cfg.episode_seconds, "math_verify": needs_math_verify(run_dir)}
@@ -121,11 +119,6 @@ def _engines_and_learner(cfg: Any, run_dir: Path, group: Any,
                          progress: Progress) -> tuple[list[Callable[[], Any]], Any, list[Any]]:
     """The learner (when the run trains), the engines, and one client builder per engine."""
     import ray
-
-    from spadework.distributed.engines import ProcessEngine, ServeEngine
-    from spadework.distributed.learner import RayLearner
-    from spadework.policy.hf import load_hf_policy
-    from spadework.policy.registry import resolve_model
 
     rc = cfg.ray
     model = str(resolve_model(cfg.model)[0])

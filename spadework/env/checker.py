@@ -55,6 +55,7 @@ from typing import Any
 
 from spadework.env.budget import Budget, BudgetedHandle, CheckProgress, ProgressFn
 from spadework.env.contract import MAX_LEVELS
+from spadework.env.extract import extract_env_module
 from spadework.env.novelty import Match, NoveltyIndex, most_similar
 from spadework.env.probe import answer_of, call_env, where_in_env
 from spadework.env.readable import readable_stage
@@ -248,8 +249,6 @@ class _Stages:
 
 
 def _extract(reply: str) -> tuple[str, str]:
-    from spadework.env.extract import extract_env_module
-
     module = extract_env_module(reply)
     repairs = f"; repairs: {', '.join(module.repairs)}" if module.repairs else ""
     return module.code, f"a module of {len(module.code.splitlines())} lines{repairs}"

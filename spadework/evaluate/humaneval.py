@@ -21,6 +21,7 @@ from spadework.evaluate.items import EvalItem, Sample, Scored
 from spadework.evaluate.judge import EvalError
 from spadework.evaluate.mathsuite import fixed_subset
 from spadework.evaluate.suite import RunContext, play_single_turn
+from spadework.sandbox import Limits, Sandbox
 
 STEP_SECONDS = 10.0
 INSTRUCTION = ("Complete the following Python function. Reply with the complete function in one "
@@ -102,8 +103,6 @@ class HumanEvalSuite:
         return items, problems
 
     def run(self, ctx: RunContext) -> list[Sample]:
-        from spadework.sandbox import Limits, Sandbox
-
         items, problems = self.load()
         items = fixed_subset(items, ctx.settings.items, "humaneval-subset")
 

@@ -24,6 +24,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from spadework.evaluate.catalog import make_suite
+from spadework.evaluate.judge import Judge
+from spadework.evaluate.presets import preset_settings
 from spadework.settings.eval import EvalConfig
 
 
@@ -49,9 +52,7 @@ def evaluate_policy(policy: Any, cfg: EvalConfig, out_dir: str | Path, *,
     started sandbox for multi-turn suites (left open); ``held_out`` the run's held-out starters
     (what ``library-heldout`` plays; default its own list).
     """
-    from spadework.evaluate.catalog import make_suite
-    from spadework.evaluate.judge import Judge
-    from spadework.evaluate.presets import preset_settings
+    # here: keeps numpy out of `spadework --help` (tests/test_package.py)
     from spadework.evaluate.run import evaluate
 
     eval_seed = cfg.seed if seed is None else seed

@@ -17,10 +17,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from spadework.archive import Archive
+from spadework.errors import ArchiveError
 from spadework.evaluate.catalog import make_suite
 from spadework.evaluate.data import data_hashes
 from spadework.evaluate.judge import HASH_SEED, EvalError, Judge
 from spadework.evaluate.presets import SuiteSettings, preset_settings
+from spadework.evaluate.rg import RGSuite
 from spadework.evaluate.suite import Progress, RunContext, no_progress
 from spadework.evaluate.summary import (
     REPORT_FILE,
@@ -30,7 +33,9 @@ from spadework.evaluate.summary import (
     summarize,
     write_samples,
 )
-from spadework.policy.registry import sha256_of
+from spadework.policy import backends
+from spadework.policy.registry import DEFAULT_MODEL, known_models, sha256_of
+from spadework.rg_tasks import disjoint_tasks
 from spadework.settings.run import DEFAULT_BACKEND
 
 Backend = Callable[[str | None], Any]
@@ -73,8 +78,6 @@ def evaluate(policy: Any, suite: str | Any, out_dir: str | Path, *, preset: str 
     finally:
         if own_judge:
             judge.close()
-    from spadework.evaluate.rg import RGSuite
-    from spadework.rg_tasks import disjoint_tasks
 
     disjoint = disjoint_tasks() if isinstance(suite_obj, RGSuite) and suite_obj.only is None else None
     summary = {
@@ -119,9 +122,6 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 def _run_model(ckpt: Path) -> str | None:
     """The base model a run trained (its archive's saved config), or None if unknown."""
-    from spadework.archive import Archive
-    from spadework.errors import ArchiveError
-
     db = ckpt.parent.parent / "archive.sqlite"
     if not db.is_file():
         return None
@@ -142,9 +142,6 @@ def load_policy(model: str | None = None, checkpoint: str | Path | None = None,
     as a GGUF adapter over the unchanged base, the way a run's sampler gets it), or a callable
     ``(model) -> Policy``.
     """
-    from spadework.policy import backends
-    from spadework.policy.registry import DEFAULT_MODEL, known_models
-
     ckpt = resolve_checkpoint(checkpoint) if checkpoint is not None else None
     name = model or (_run_model(ckpt) if ckpt else None) or DEFAULT_MODEL
     entry = None if callable(backend) else backends.backend(backend)

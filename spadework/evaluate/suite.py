@@ -26,6 +26,7 @@ from spadework.errors import PolicyError
 from spadework.evaluate.items import EvalItem, Sample, Scored
 from spadework.evaluate.judge import Judge
 from spadework.evaluate.presets import SuiteSettings
+from spadework.policy.base import Conversation, SamplingParams
 from spadework.seeding import derive_seed
 
 Progress = Callable[[int, int, str], None]
@@ -95,8 +96,6 @@ def _chat(policy: Any, convs: list, params: Any) -> tuple[list, list[str]]:
 def play_single_turn(ctx: RunContext, items: Sequence[EvalItem],
                      score: Callable[[EvalItem, str], Scored]) -> list[Sample]:
     """Play ``items`` (``settings.samples`` each) and score every reply; rows in item order."""
-    from spadework.policy.base import Conversation, SamplingParams
-
     s = ctx.settings
     context = int(getattr(ctx.policy, "context_length", 0) or 0)
     rows: dict[tuple[str, int], Sample] = {}

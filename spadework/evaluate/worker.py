@@ -31,6 +31,8 @@ import os
 import sys
 from typing import Any
 
+from spadework.sandbox import harden
+
 #: Address space of the worker: reasoning-gym, sympy and one dataset fit well inside it.
 MEMORY_BYTES = 4 << 30
 #: CPU seconds over the worker's life; past it the kernel kills it and the host starts another.
@@ -45,8 +47,6 @@ def _confine() -> list[list]:
     unprivileged uid cannot read (``/root/.pyenv``). With Landlock, writes are refused
     everywhere anyway; without it, the unprivileged uid is what keeps files safe.
     """
-    from spadework.sandbox import harden
-
     libc = harden.libc_handle()
     program, note = harden.build_seccomp()  # compiled before anything is confined
     layers: dict[str, tuple[bool, str]] = {}

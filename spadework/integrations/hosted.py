@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spadework.env.probe import validate_reset, validate_step
+from spadework.env.checker import levels_of
+from spadework.env.probe import call_env, validate_reset, validate_step
 from spadework.errors import ConfigError, ContractError, EnvError, SpadeworkError
 from spadework.integrations.source import Resolved, resolve
+from spadework.sandbox import Limits, Sandbox
 from spadework.settings.check import CheckConfig
 from spadework.types import EnvSource
 
@@ -206,9 +208,6 @@ class HostedEnv:
 
     def _levels(self) -> int:
         """The environment's LEVELS, with ``self.level`` checked against it."""
-        from spadework.env.checker import levels_of
-        from spadework.env.probe import call_env
-
         levels = levels_of(call_env("LEVELS", self._handle.levels))
         if self.level > levels:
             raise ConfigError(f"level {self.level} was asked for, but {self.source.class_name} "
@@ -219,8 +218,6 @@ class HostedEnv:
 def start_sandbox(limits: Any, imports: frozenset[str]):
     """A started fork server for code with these imports (math_verify preloaded when needed),
     with ``limits`` or the default ones."""
-    from spadework.sandbox import Limits, Sandbox
-
     if limits is None:
         limits = Limits(math_verify="math_verify" in imports)
     sandbox = Sandbox(limits)

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from spadework.archive import Archive, archive_path
+from spadework.env.static import check_static
 from spadework.errors import ConfigError, ContractError
+from spadework.library import starter_env
 from spadework.types import EnvSource
 
 
@@ -43,8 +46,6 @@ def imports_of(code: str) -> frozenset[str]:
 
 
 def _from_file(path: Path) -> Resolved:
-    from spadework.env.static import check_static
-
     try:
         code = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
@@ -60,8 +61,6 @@ def _from_file(path: Path) -> Resolved:
 
 
 def _from_archive(path: Path, env_id: str, allow_rejected: bool) -> Resolved:
-    from spadework.archive import Archive, archive_path
-
     if path.is_dir():
         path = archive_path(path)
     with Archive.open_read_only(path) as archive:
@@ -120,7 +119,6 @@ def resolve(source: str | Path | EnvSource, env_id: str | None = None, *,
         if not path.is_file():
             raise ConfigError(f"no file {source}")
         return _from_file(path)
-    from spadework.library import starter_env
 
     try:
         env = starter_env(str(source))

@@ -29,10 +29,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from spadework.archive import Archive, archive_path
 from spadework.errors import ConfigError, ContractError, EnvError
 from spadework.integrations.hosted import HostedEnv
 from spadework.integrations.source import play_settings
 from spadework.play_messages import first_message
+from spadework.sandbox import Limits, Sandbox
 
 try:
     import httpx
@@ -55,8 +57,6 @@ def _sandbox() -> Any:
     global _SANDBOX
     with _SANDBOX_LOCK:
         if _SANDBOX is None:
-            from spadework.sandbox import Limits, Sandbox
-
             _SANDBOX = Sandbox(Limits(math_verify=True))
             _SANDBOX.start()
         return _SANDBOX
@@ -100,8 +100,6 @@ class SpadeworkTasksetConfig(vf.TasksetConfig):
 
 def choose(cfg: SpadeworkTasksetConfig) -> list[SpadeworkData]:
     """The tasks ``cfg`` names, in archive order; ConfigError when there are none."""
-    from spadework.archive import Archive, archive_path
-
     if not cfg.archive:
         raise ConfigError("name the run's archive: load_environment(archive=...) or "
                           "--env.taskset.archive PATH")

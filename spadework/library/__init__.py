@@ -19,15 +19,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from spadework.archive.records import EnvRecord
+from spadework.env.checker import check
 from spadework.env.contract import SETTINGS, find_env_class
 from spadework.errors import ConfigError, ContractError
 from spadework.settings.curriculum import HELD_OUT
 from spadework.types import EnvSource
-
-if TYPE_CHECKING:
-    from spadework.archive.records import EnvRecord
 
 
 def is_held_out(name: str | None, held_out: Iterable[str] = HELD_OUT) -> bool:
@@ -173,9 +172,6 @@ def checked_starters(sandbox: Any, config: Any, setting: str | None = None) -> l
 def check_sources(sources: Iterable[EnvSource], sandbox: Any, config: Any) -> list[EnvRecord]:
     """Environment modules written like the starters' files (:func:`parse_source`), each as a
     starter record checked in ``sandbox`` under ``config``, as :func:`checked_starters` does."""
-    from spadework.archive.records import EnvRecord
-    from spadework.env.checker import check
-
     return [
         EnvRecord.from_check(s.code, check(s.code, sandbox=sandbox, config=config, module=True),
                              iteration=-1, setting=s.setting, skill=s.skill, name=s.name,

@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
+from spadework.policy.hf import load_hf_policy
+from spadework.policy.llamacpp_load import load_llamacpp_policy
+from spadework.policy.sync import InProcessSync, LlamaCppLoraSync
 from spadework.settings.run import BACKENDS
 
 
@@ -121,8 +124,6 @@ def weight_sync_for(policy: Any, learner: Any) -> Any:
 # -- the built-in backends ---------------------------------------------------------------------
 
 def _load_hf(model: str | Path | None, o: LoadOptions) -> Any:
-    from spadework.policy.hf import load_hf_policy
-
     return load_hf_policy(model, device=o.device, max_batch_size=o.max_batch_size,
                           context_length=o.context_length, cache_dir=o.cache_dir)
 
@@ -130,8 +131,6 @@ def _load_hf(model: str | Path | None, o: LoadOptions) -> Any:
 def _sync_in_process(policy: Any, learner: Any) -> Any:
     """:class:`~spadework.policy.sync.InProcessSync` for a policy that samples from the module
     the learner trains; a ConfigError for any other."""
-    from spadework.policy.sync import InProcessSync
-
     if getattr(policy, "model", None) is not learner.model:
         raise ConfigError(f"no weight sync for a {type(policy).__name__} whose module is not the "
                           "learner's; build the Learner on learner_policy(policy) "
@@ -140,30 +139,26 @@ def _sync_in_process(policy: Any, learner: Any) -> Any:
 
 
 def _checkpoint_hf(policy: Any, ckpt: Path) -> None:
+    # here: train.checkpoint imports this table
     from spadework.train.checkpoint import apply_checkpoint
 
     apply_checkpoint(policy, ckpt)
 
 
 def _load_llamacpp(model: str | Path | None, o: LoadOptions) -> Any:
-    from spadework.policy.llamacpp_load import load_llamacpp_policy
-
     return load_llamacpp_policy(model, max_batch_size=o.max_batch_size,
                                 context_length=o.context_length, threads=o.threads,
                                 kv_type=o.kv_type, weights=o.weights, cache_dir=o.cache_dir)
 
 
 def _sync_llamacpp(policy: Any, learner: Any) -> Any:
-    from spadework.policy.sync import LlamaCppLoraSync
-
     return LlamaCppLoraSync(policy)
 
 
 def _checkpoint_llamacpp(policy: Any, ckpt: Path) -> None:
     """A run's LoRA checkpoint into a ``LlamaCppPolicy``: the adapter is loaded onto the
     engine's transformers twin and pushed across by the run's own weight sync."""
-    from spadework.policy.hf import load_hf_policy
-    from spadework.policy.sync import LlamaCppLoraSync
+    # here: train.checkpoint imports this table
     from spadework.train.checkpoint import apply_checkpoint
 
     if not (ckpt / "adapter").is_dir():

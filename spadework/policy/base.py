@@ -24,7 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from spadework.env.actions import strip_thinking
+from spadework.env.gameenv.boxes import extract_boxed
 from spadework.errors import ConfigError
+from spadework.seeding import derive_seed
 from spadework.types import Sampling
 
 FinishReason = Literal["stop", "length", "move"]
@@ -64,12 +67,8 @@ def holds_move(text: str, setting: str) -> bool:
     Moves are looked for where the rollout's parser looks (``spadework.env.actions.
     strip_thinking``): after the last ``</think>``, and not inside a ``<think>`` left open.
     """
-    from spadework.env.actions import strip_thinking
-
     visible = strip_thinking(text)
     if setting == "games":
-        from spadework.env.gameenv.boxes import extract_boxed
-
         return "}" in visible and extract_boxed(visible) is not None
     return "</tool_call>" in visible or "</answer>" in visible
 
@@ -145,8 +144,6 @@ class SamplingParams:
         >>> p.sample_seed(0, 1, 0) == SamplingParams(row_seeds=(8,)).sample_seed(5, 0, 0)
         True
         """
-        from spadework.seeding import derive_seed
-
         if self.row_seeds:
             if i >= len(self.row_seeds):
                 raise ConfigError(f"row_seeds has {len(self.row_seeds)} seeds but the batch has "

@@ -22,6 +22,7 @@ from typing import Any
 from spadework.errors import PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams
 from spadework.policy.decode import DecodeRow, chat_prompt_ids, checked_prompts, sample_tokens
+from spadework.policy.registry import resolve_model
 
 
 class HFPolicy:
@@ -183,8 +184,6 @@ def load_hf_policy(
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from spadework.policy.registry import resolve_model
 
     path, local_only = resolve_model(model, cache_dir=cache_dir)
     torch_dtype = getattr(torch, dtype) if dtype else (

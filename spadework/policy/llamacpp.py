@@ -30,9 +30,10 @@ from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
 from spadework.policy.base import Completion, ConversationLike, SamplingParams, StreamRequest
-from spadework.policy.decode import chat_prompt_ids, checked_prompts, sample_tokens
+from spadework.policy.decode import chat_prompt_ids, checked_prompts, sample_tokens, token_logprobs
 from spadework.policy.llamacpp_cells import SequenceCells
 from spadework.policy.llamacpp_lib import Row, context_params, default_threads, llama
+from spadework.seeding import derive_seed
 
 KV_TYPES = ("f32", "f16")
 
@@ -175,8 +176,6 @@ class LlamaCppPolicy:
         this engine. A failing step raises ``PolicyError``; the replies still decoding are lost
         and the cached prefixes dropped.
         """
-        from spadework.seeding import derive_seed
-
         def rows_of(reqs: Iterable[StreamRequest]) -> list[Row]:
             out, todo = [], deque(reqs)
             while todo:
@@ -207,8 +206,6 @@ class LlamaCppPolicy:
         current weights (the counterpart of ``decode.teacher_forced_logprobs``; the sync probe)."""
         import numpy as np
         import torch
-
-        from spadework.policy.decode import token_logprobs
 
         seq = list(prompt_ids) + list(output_ids)
         if not prompt_ids or not output_ids or len(seq) > self._context:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from spadework.errors import PolicyError
+from spadework.policy.gguf_copy import weights_file
 from spadework.policy.llamacpp import LlamaCppPolicy
+from spadework.policy.registry import DEFAULT_MODEL, known_models, model_dir, resolve_model
 
 
 def load_llamacpp_policy(
@@ -29,9 +31,6 @@ def load_llamacpp_policy(
     learner, ``benchmarks/drift.py``); ``"gguf"`` samples from the quantised file itself.
     """
     from transformers import AutoTokenizer, GenerationConfig
-
-    from spadework.policy.gguf_copy import weights_file
-    from spadework.policy.registry import DEFAULT_MODEL, known_models, model_dir, resolve_model
 
     path, local_only = resolve_model(model, cache_dir=cache_dir)
     if gguf is None:

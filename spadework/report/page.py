@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.archive import Archive
+from spadework.errors import ConfigError
 from spadework.report.charts import curves, eval_curves, funnel_charts, win_rate_charts
 from spadework.report.collect import RunData, children_of, collect, env_detail, open_run
 
@@ -175,8 +176,6 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, *,
                  k: int = DEFAULT_EPISODES) -> ReportSummary:
     """Write the report of ``run_dir`` to ``out`` (default ``RUN_DIR/report.html``), embedding
     at most ``k`` episodes per environment; raises ArchiveError / ConfigError with a reason."""
-    from spadework.errors import ConfigError
-
     start = time.monotonic()
     run_dir = Path(run_dir)
     out = Path(out) if out is not None else run_dir / "report.html"

@@ -36,7 +36,9 @@ from typing import Any
 
 from spadework.archive import views
 from spadework.archive.records import unpack_floats
+from spadework.evaluate.judge import EvalError
 from spadework.metrics import band_share, stats
+from spadework.policy.registry import DEFAULT_MODEL
 from spadework.report.charts import metric
 from spadework.report.collect import open_run
 from spadework.report.terminal import sparkline
@@ -201,6 +203,7 @@ def replayed(plays: Sequence[Mapping[str, Any]]) -> Replayed | None:
     >>> r.pairs, round(r.first, 2), round(r.latest, 2), round(r.diff, 2)
     (2, 0.35, 0.55, 0.2)
     """
+    # here: keeps numpy out of `spadework --help` (tests/test_package.py)
     from spadework.evaluate.stats import bootstrap_ci
 
     by_key: dict[tuple[str, int], list[tuple[int, float]]] = defaultdict(list)
@@ -218,8 +221,6 @@ def replayed(plays: Sequence[Mapping[str, Any]]) -> Replayed | None:
 def _models(config: Mapping[str, Any]) -> tuple[RoleModel, ...]:
     """Each role's model from the run's stored settings (archives from before roles could have
     their own model keep ``model`` only: both roles played it)."""
-    from spadework.policy.registry import DEFAULT_MODEL
-
     if not config:
         return ()
     out = []
@@ -308,8 +309,8 @@ def _in_run_eval(metrics: Mapping[int, Mapping[str, Any]]) -> tuple[EvalScore, .
 
 def _before_after(run_dir: Path) -> tuple[tuple[EvalDiff, ...] | None, str]:
     """The comparison after - before, or None and why not."""
+    # here: keeps numpy out of `spadework --help` (tests/test_package.py)
     from spadework.evaluate.compare import compare_paths
-    from spadework.evaluate.judge import EvalError
 
     before, after = run_dir / BEFORE, run_dir / AFTER
     if not before.is_dir() and not after.is_dir():

@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from spadework.env import gameenv, toolenv
+
 _ENV = Path(__file__).resolve().parent.parent / "env"
 TOOLENV = _ENV / "toolenv"
 GAMEENV = _ENV / "gameenv"
@@ -36,12 +38,8 @@ def _kit_files(name: str, folder: Path, modules: tuple[str, ...]) -> list[list[s
 
 
 def toolenv_files(folder: Path) -> list[list[str]] | None:
-    from spadework.env.toolenv import MODULES
-
-    return _kit_files("toolenv", folder, MODULES)
+    return _kit_files("toolenv", folder, toolenv.MODULES)
 
 
 def gameenv_files() -> list[list[str]] | None:
-    from spadework.env.gameenv import MODULES
-
-    return _kit_files("gameenv", GAMEENV, MODULES)
+    return _kit_files("gameenv", GAMEENV, gameenv.MODULES)

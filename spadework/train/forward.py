@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spadework.policy.decode import common_prefix
+from spadework.policy.decode import common_prefix, scaled_log_softmax
 from spadework.train.batch import Sample
 
 
@@ -207,8 +207,6 @@ def _head_logprobs(head: Any, rows: Any, targets: Any, temps: Any, entropy: bool
     """One chunk of :func:`selected_logprobs`: ``head(rows)`` (``rows`` are logits already when
     ``head`` is None) to the targets' logprobs, and the entropies when asked."""
     import torch
-
-    from spadework.policy.decode import scaled_log_softmax
 
     logp = scaled_log_softmax(rows if head is None else head(rows.to(head.weight.dtype)), temps)
     picked = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)

@@ -46,7 +46,15 @@ from typing import Any
 from spadework.errors import ConfigError
 from spadework.settings.learner import TrainConfig
 from spadework.train.batch import ROLES, Sample
-from spadework.train.forward import Row, micro_batches, pack, resolve_compute, samples_of, selected_logprobs
+from spadework.train.checkpoint import load_learner, save_learner
+from spadework.train.forward import (
+    Row,
+    micro_batches,
+    pack,
+    resolve_compute,
+    samples_of,
+    selected_logprobs,
+)
 from spadework.train.heap import bound_heap
 from spadework.train.loss import grpo_token_loss, token_weights
 from spadework.train.parallel import (
@@ -292,14 +300,10 @@ class Learner:
 
     def save(self, directory: str | Path) -> Path:
         """Write a checkpoint (see :mod:`spadework.train.checkpoint`); returns the folder."""
-        from spadework.train.checkpoint import save_learner
-
         return save_learner(self, Path(directory))
 
     def load(self, directory: str | Path) -> None:
         """Restore a checkpoint written by :meth:`save` into this learner (same config)."""
-        from spadework.train.checkpoint import load_learner
-
         load_learner(self, Path(directory))
 
     def save_adapter(self, directory: str | Path) -> Path:
