@@ -23,7 +23,7 @@ A play is won when its return (final reward of a terminated episode) is positive
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from spadework.config import preset
 from spadework.evaluate.items import Sample
@@ -58,8 +58,6 @@ def tool_play(cfg):
     >>> c.max_turns, c.history_turns
     (8, 0)
     """
-    from dataclasses import replace
-
     tools = preset("cpu-qwen-tools").play
     return replace(cfg, max_turns=max(cfg.max_turns, tools.max_turns),
                    history_turns=tools.history_turns)

@@ -335,17 +335,17 @@ class ToolEnv:
         delivers tool calls as structured messages counts assistant turns itself and submits the
         final answer through :meth:`step`."""
         self._require_started()
-        declarations = self._declarations()
-        if name not in declarations:
+        declared = self._declarations()
+        if name not in declared:
             return (f"Error: unknown tool '{name}'. Available tools: "
-                    f"{', '.join(declarations)}.", False)
-        schema = declarations[name]["parameters"]
+                    f"{', '.join(declared)}.", False)
+        schema = declared[name]["parameters"]
         if not isinstance(arguments, dict) or too_deep(arguments):
             return (f"Error: arguments of {name} must be a JSON object nested at most "
                     f"{MAX_DEPTH} levels deep.", False)
         error = schema_error(arguments, schema)
         if error:
-            return f"Error: {error}. Usage: {tool_signature(name, declarations[name]['parameters'])}", False
+            return f"Error: {error}. Usage: {tool_signature(name, schema)}", False
         arguments = coerce_integers(arguments, schema)
         try:
             result = getattr(self, f"tool_{name}")(**arguments)

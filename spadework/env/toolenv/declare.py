@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-
 #: Python annotations (objects or, under ``from __future__ import annotations``, their names)
 #: and the JSON type each stands for, for parameters a declaration leaves out.
 _ANNOTATION_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean",
