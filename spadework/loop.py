@@ -77,7 +77,6 @@ from spadework.stage import (  # noqa: F401 (RunContext: the loop's API, re-expo
 )
 from spadework.train import checkpoint  # by attribute: tests replace save_rotating
 from spadework.train.batch import ROLES, agent_assembly
-from spadework.train.checkpoint import restore_trainers
 from spadework.types import EnvSource, Episode
 
 STAGES = ("design", "pool", "hints", "play", "reward", "train", "eval", "store")
@@ -479,7 +478,8 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
                              designer_learner=designer_learner if cfg.train else None,
                              designer_sync=designer_sync if cfg.train else None, player=player)
             if resume:
-                ctx.trained_through.update(restore_trainers(ctx.trainers(), archive, progress))
+                restored = checkpoint.restore_trainers(ctx.trainers(), archive, progress)
+                ctx.trained_through.update(restored)
             loggers = open_loggers(cfg.log, run_dir, dataclasses.asdict(cfg))
             try:
                 out = []
