@@ -28,7 +28,7 @@ from typing import Any
 from spadework.errors import PolicyError
 from spadework.policy.base import Completion, SamplingParams
 from spadework.policy.decode import DecodeRow, checked_prompts, sample_tokens
-from spadework.policy.hf import HFPolicy
+from spadework.policy.hf import HFPolicy, cache_kwargs, output_cache
 
 
 @dataclasses.dataclass(eq=False)
@@ -256,14 +256,14 @@ class ContinuousBatcher:
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         out = policy.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
                            logits_to_keep=1)
-        if not _plain_cache(out.cache):
+        if not _plain_cache(output_cache(out)):
             raise PolicyError("this model's key/value cache cannot be batched continuously "
                               "(sliding-window or quantised layers); serve with --max-batch 1")
         logits, next_pos = out.logits[:, -1, :], pos[:, -1:] + 1
         state = self._state
         if self._rows:
             width = max(state["mask"].shape[1], mask.shape[1])
-            for old, new in zip(state["cache"].layers, out.cache.layers):
+            for old, new in zip(state["cache"].layers, output_cache(out).layers):
                 old.keys = torch.cat([_left_pad(old.keys, width), _left_pad(new.keys, width)])
                 old.values = torch.cat([_left_pad(old.values, width),
                                         _left_pad(new.values, width)])
@@ -271,7 +271,7 @@ class ContinuousBatcher:
             state["logits"] = torch.cat([state["logits"], logits])
             state["next_pos"] = torch.cat([state["next_pos"], next_pos])
         else:
-            self._state = {"cache": out.cache, "mask": mask, "logits": logits,
+            self._state = {"cache": output_cache(out), "mask": mask, "logits": logits,
                            "next_pos": next_pos}
         with self._cv:
             self._rows.extend(rows)
@@ -332,8 +332,8 @@ class ContinuousBatcher:
         feed = torch.tensor(tokens, device=dev).unsqueeze(-1)
         mask = torch.cat([mask, mask.new_ones((len(tokens), 1))], dim=-1)
         out = policy.model(input_ids=feed, attention_mask=mask, position_ids=next_pos,
-                           cache=cache, use_cache=True)
-        self._state = {"cache": out.cache, "mask": mask, "logits": out.logits[:, -1, :],
+                           use_cache=True, **cache_kwargs(policy.model, cache))
+        self._state = {"cache": output_cache(out), "mask": mask, "logits": out.logits[:, -1, :],
                        "next_pos": next_pos + 1}
 
     def _finish(self, req: Request, error: BaseException) -> None:

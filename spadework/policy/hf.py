@@ -14,6 +14,8 @@ in place and the next ``chat`` call samples from the new weights.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -145,7 +147,7 @@ class HFPolicy:
             keep = [k for k, r in enumerate(active) if not rows[r].finished]
             if not keep:
                 break
-            cache = out.cache
+            cache = output_cache(out)
             if len(keep) < len(active):  # drop finished rows: no compute is spent on them
                 index = torch.tensor(keep, device=dev)
                 cache.batch_select_indices(index)
@@ -155,7 +157,7 @@ class HFPolicy:
             mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=-1)
             out = self.model(
                 input_ids=feed.unsqueeze(-1), attention_mask=mask, position_ids=next_pos,
-                cache=cache, use_cache=True,
+                use_cache=True, **cache_kwargs(self.model, cache),
             )
             next_pos = next_pos + 1
         return [row.completion(prompt, self, params.stop) for row, prompt in zip(rows, prompts)]
@@ -165,6 +167,33 @@ class HFPolicy:
         if ids and ids[-1] in self.stop_token_ids:
             ids = ids[:-1]
         return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+
+def output_cache(out: Any) -> Any:
+    """The key/value cache a forward returned: ``out.cache`` in the transformers this project
+    is developed with (5.24), ``out.past_key_values`` in earlier 5.x releases, which
+    ``transformers>=5.0`` admits (a GPU machine here had 5.17, and the decode loop failed there
+    on ``out.cache``)."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
+def cache_kwargs(model: Any, cache: Any) -> dict[str, Any]:
+    """The keyword a forward of ``model`` takes its cache by: ``cache`` where its ``forward``
+    names it (5.24), else ``past_key_values`` (earlier 5.x; 5.24 still takes it, with a
+    deprecation warning). A PEFT wrapper is looked through to the model it wraps."""
+    return {_cache_keyword(type(_unwrapped(model))): cache}
+
+
+def _unwrapped(model: Any) -> Any:
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
+
+
+@functools.cache
+def _cache_keyword(model_class: type) -> str:
+    params = inspect.signature(model_class.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
 
 
 def load_hf_policy(
