@@ -138,3 +138,30 @@ def test_a_template_that_refuses_a_conversation_is_a_policy_error(hf_policy):
     tok.chat_template = "{{ raise_exception('system messages are not supported') }}"
     with pytest.raises(PolicyError, match="system messages are not supported"):
         HFPolicy(hf_policy.model, tok).chat(["hi"], SamplingParams(max_tokens=2))
+
+
+def test_decode_cache_is_read_and_passed_under_both_transformers_names():
+    """transformers 5.24 names the cache ``cache``; earlier 5.x releases (which
+    ``transformers>=5.0`` admits, and a GPU machine had) ``past_key_values``."""
+    from types import SimpleNamespace
+
+    from spadework.policy.hf import cache_kwargs, output_cache
+
+    class Old:
+        def forward(self, input_ids=None, past_key_values=None, use_cache=None): ...
+
+    class New:
+        def forward(self, input_ids=None, cache=None, use_cache=None): ...
+
+    class Wrapped:  # a PEFT model is looked through to the model it wraps
+        def forward(self, *args, **kwargs): ...
+
+        def get_base_model(self):
+            return Old()
+
+    marker = object()
+    assert output_cache(SimpleNamespace(past_key_values=marker)) is marker
+    assert output_cache(SimpleNamespace(cache=marker, past_key_values=None)) is marker
+    assert cache_kwargs(Old(), marker) == {"past_key_values": marker}
+    assert cache_kwargs(New(), marker) == {"cache": marker}
+    assert cache_kwargs(Wrapped(), marker) == {"past_key_values": marker}
