@@ -53,6 +53,18 @@ from spadework.designer.credit import (
 from spadework.env.solvable import solution_losses
 from spadework.errors import ConfigError, PolicyError
 from spadework.evaluate.inrun import eval_due, evaluate_policy
+from spadework.figures import (
+    STAGES,
+    DesignFigures,
+    EvalFigures,
+    HintFigures,
+    IterationFigures,
+    IterationMetrics,
+    PlayFigures,
+    PoolFigures,
+    StageFigures,
+    TrainFigures,
+)
 from spadework.hints import write_hints
 from spadework.levels import next_level
 from spadework.library import checked_starters, is_held_out
@@ -66,20 +78,11 @@ from spadework.rollout import level_kwarg, play, regret_jobs
 from spadework.sandbox import Limits, Sandbox
 from spadework.seeding import derive_rng, derive_seed
 from spadework.skills import skills_for
-from spadework.stage import (  # noqa: F401 (RunContext: the loop's API, re-exported)
-    IterationMetrics,
-    Plan,
-    RoleTrainer,
-    RunContext,
-    StageResult,
-    Trainer,
-    default_corpus,
-)
+from spadework.stage import Plan, RoleTrainer, RunContext, StageResult, Trainer, default_corpus  # noqa: F401 (RunContext: the loop's API, re-exported)
 from spadework.train import checkpoint  # by attribute: tests replace save_rotating
 from spadework.train.batch import ROLES, agent_assembly
 from spadework.types import EnvSource, Episode
 
-STAGES = ("design", "pool", "hints", "play", "reward", "train", "eval", "store")
 METRICS_FILE = "metrics.jsonl"
 
 
@@ -90,7 +93,7 @@ class _Iteration:
     i: int
     plan: Plan
     state: cur.CurriculumState
-    figures: dict[str, Any]
+    figures: IterationFigures
     archive: Archive
     _episodes: list[Episode] | None = None
     _envs: tuple[tuple[str, ...], list[EnvSource]] | None = None
@@ -118,7 +121,7 @@ class _Iteration:
 def _design(ctx: RunContext, it: _Iteration) -> StageResult:
     cc, plan = ctx.cfg.curriculum, it.plan
     if not cur.is_regeneration(it.i, cc.regen_interval) or cc.designs_per_regen == 0:
-        return StageResult({"regenerated": False, "funnel": {}, "tokens": 0}, plan)
+        return StageResult(DesignFigures(), plan)
     skills = cur.active_skills(skills_for(ctx.cfg.setting), it.state.regenerations, cc.skills_per_regen)
     ctx.progress.stage("design", f"{cc.designs_per_regen} slots, skills: {', '.join(s.name for s in skills)}")
     try:
@@ -128,14 +131,14 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
             check_config=ctx.cfg.check, band=(ctx.cfg.reward.lo, ctx.cfg.reward.hi),
             progress=lambda done, total: ctx.progress.advance("design", done, total))
     except PolicyError as e:  # the designer failed as a whole: an iteration without fresh envs
-        return StageResult({"regenerated": True, "funnel": {"policy_error": 1}, "error": e.reason,
-                            "tokens": 0}, replace(plan, regenerated=True))
+        return StageResult(DesignFigures(regenerated=True, funnel={"policy_error": 1}, error=e.reason),
+                           replace(plan, regenerated=True))
     finally:  # the next design stage asks about new documents: nothing cached is of use to it
         _release(ctx.role_policy("designer"))
     attempts = [a for r in results for a in r.attempts]
     fresh = tuple(r.env.env_id for r in results if r.env is not None)
-    return StageResult({"regenerated": True, "funnel": M.funnel(a.outcome for a in attempts),
-                        "tokens": sum(len(a.output_ids) for a in attempts)},
+    return StageResult(DesignFigures(regenerated=True, funnel=M.funnel(a.outcome for a in attempts),
+                                     tokens=sum(len(a.output_ids) for a in attempts)),
                        replace(plan, regenerated=True, fresh=fresh))
 
 
@@ -155,8 +158,8 @@ def _pool(ctx: RunContext, it: _Iteration) -> StageResult:
     state = cur.next_state(it.state, regenerated=it.plan.regenerated, fresh=fresh, pool=pool)
     current = a.current_levels() if cc.adapt_levels else {}
     levels = tuple((e, current.get(e, 1)) for e in pool)  # each environment at its own level
-    return StageResult({"size": len(pool), "fresh": len(set(fresh) & set(pool)),
-                        "levels": {e[:12]: lv for e, lv in levels}},
+    return StageResult(PoolFigures(size=len(pool), fresh=len(set(fresh) & set(pool)),
+                                   levels={e[:12]: lv for e, lv in levels}),
                        replace(it.plan, pool=tuple(pool), levels=levels),
                        lambda arch: arch.save_state("curriculum", state.to_dict()))
 
@@ -168,8 +171,8 @@ def _hints(ctx: RunContext, it: _Iteration) -> StageResult:
                          run_seed=derive_seed(ctx.cfg.run_seed, it.i), iteration=it.i,
                          plays=ctx.cfg.plays, max_turns=ctx.cfg.play.max_turns,
                          levels=dict(it.plan.levels))
-    figures = {"written": sum(1 for o in report.outcomes if o.hint), "sources": report.sources,
-               "leaked": report.leaked}
+    figures = HintFigures(written=sum(1 for o in report.outcomes if o.hint), sources=report.sources,
+                          leaked=report.leaked)
     return StageResult(figures, replace(it.plan, hints=tuple(report.hints.items())))
 
 
@@ -198,12 +201,12 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
     player = ctx.player or functools.partial(play, engine, ctx.sandbox)
     eps = player(jobs, ctx.cfg.play, seed=derive_seed(ctx.cfg.run_seed, it.i, "play"),
                  progress=lambda done, total: ctx.progress.advance("play", done, total))
-    figures = {"episodes": len(eps), "statuses": M.statuses(eps), "tokens": M.output_tokens(eps),
-               "unwinnable_instances": unwinnable}
-    if before:
-        figures["engine"] = {k: v - before[k] for k, v in _engine_counts(engine).items()}
-    if getattr(ctx.player, "last", None):
-        figures["rollout_workers"] = dict(ctx.player.last)
+    workers = getattr(ctx.player, "last", None)
+    figures = PlayFigures(
+        episodes=len(eps), statuses=M.statuses(eps), tokens=M.output_tokens(eps),
+        unwinnable_instances=unwinnable,
+        engine={k: v - before[k] for k, v in _engine_counts(engine).items()} if before else None,
+        rollout_workers=dict(workers) if workers else None)
     return StageResult(figures, it.plan, lambda arch: arch.add_episodes(it.i, eps))
 
 
@@ -257,7 +260,7 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
     a checkpoint per trained model."""
     trainers = ctx.trainers()
     if not trainers:
-        return StageResult({"note": "training is off (--no-train)"}, it.plan)
+        return StageResult(TrainFigures(note="training is off (--no-train)"), it.plan)
     cfg, a = ctx.cfg, ctx.archive
     _release_samplers(ctx)
     trained = {r for t in trainers for r in t.roles}
@@ -272,18 +275,18 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
     designer = designer_assembly(ready if "designer" in trained else [],
                                  scheme=cfg.reward.designer_scheme, scale=scale)
     samples = [*designer.samples, *(agent.samples if "agent" in trained else [])]
-    figures: dict[str, Any] = {"agent_samples": sum(s.role == "agent" for s in samples),
-                               "agent_episodes": agent.episodes,
-                               "designer_samples": len(designer.samples), "designer_scale": scale,
-                               "dropped": {**agent.dropped, **designer.dropped},
-                               "packed_turns": agent.packed_turns}
-    if cfg.frozen:
-        figures["frozen"] = list(cfg.frozen)
+    step: dict[str, Any] = {}
+    learners: dict[str, dict[str, Any]] = {}
     for t in trainers:
         mine = _train_one(ctx, it, t, [s for s in samples if s.role in t.roles])
-        if len(trainers) > 1:
-            figures.setdefault("learners", {})[t.name] = mine
-        _merge_step(figures, mine)
+        learners[t.name] = mine
+        _merge_step(step, mine)
+    figures = TrainFigures(
+        agent_samples=sum(s.role == "agent" for s in samples), agent_episodes=agent.episodes,
+        designer_samples=len(designer.samples), designer_scale=scale,
+        dropped={**agent.dropped, **designer.dropped}, packed_turns=agent.packed_turns,
+        frozen=tuple(cfg.frozen) or None, learners=learners if len(trainers) > 1 else None,
+        note=step.pop("note", None), step=step)
     return StageResult(figures, it.plan, lambda arch: arch.mark_trained(keys, it.i))
 
 
@@ -348,16 +351,16 @@ def _eval(ctx: RunContext, it: _Iteration) -> StageResult:
     """The ``[eval]`` suites with the current weights, when due; results under
     ``RUN_DIR/eval/iter_XXXX`` and in this iteration's metrics."""
     if not eval_due(ctx.cfg.eval, it.i):
-        return StageResult({"due": False}, it.plan)
+        return StageResult(EvalFigures(), it.plan)
     ctx.progress.stage("eval", f"{', '.join(ctx.cfg.eval.suites)} ({ctx.cfg.eval.preset} preset)")
     figures = evaluate_policy(ctx.role_policy("agent"), ctx.cfg.eval, ctx.run_dir / "eval" / f"iter_{it.i:04d}",
                               sandbox=ctx.sandbox, held_out=ctx.cfg.curriculum.held_out)
-    return StageResult({"due": True, **figures}, it.plan)
+    return StageResult(EvalFigures.from_dict({**figures, "due": True}), it.plan)
 
 
 def _store(ctx: RunContext, it: _Iteration) -> StageResult:
-    values = M.iteration_summary(it.figures, it.episodes(), preset=ctx.cfg.preset, stages=STAGES[:-1])
-    return StageResult({}, it.plan, lambda arch: arch.record_iteration(it.i, values))
+    line = M.summarize(it.i, it.figures, it.episodes(), preset=ctx.cfg.preset)
+    return StageResult(StageFigures(), it.plan, lambda arch: arch.record_iteration(it.i, line.values))
 
 
 _STAGE_FUNCTIONS: dict[str, Callable[[RunContext, _Iteration], StageResult]] = {
@@ -376,7 +379,8 @@ def run_iteration(ctx: RunContext, i: int) -> IterationMetrics:
     done = STAGES.index(prog["stage"]) if resumed else -1
     it = _Iteration(i, _plan(a, prog) if resumed else Plan(i),
                     cur.CurriculumState.from_dict(a.load_state("curriculum")),
-                    dict(prog.get("figures", {})) if resumed else {}, a)
+                    IterationFigures.from_dict(prog.get("figures", {})) if resumed
+                    else IterationFigures(), a)
     for index, name in enumerate(STAGES):
         if index <= done:
             ctx.progress.stage(name, f"iteration {i}: committed before a restart")
@@ -386,13 +390,14 @@ def run_iteration(ctx: RunContext, i: int) -> IterationMetrics:
         with a.transaction():  # the stage's writes and its completion record, or nothing
             result = _STAGE_FUNCTIONS[name](ctx, it)
             result.write(a)
-            it.figures[name] = {**result.figures, "seconds": round(time.monotonic() - start, 3)}
+            setattr(it.figures, name, replace(result.figures,
+                                              seconds=round(time.monotonic() - start, 3)))
             it.plan = result.plan
-            a.save_state("progress", {"iteration": i, "stage": name, "figures": it.figures,
+            a.save_state("progress", {"iteration": i, "stage": name, "figures": it.figures.to_dict(),
                                       "plan": it.plan.to_dict()})
     write_metrics_file(a, ctx.run_dir)
     rec = next(r for r in a.iterations() if r.iteration == i)
-    return IterationMetrics(i, rec.metrics)
+    return IterationMetrics.from_dict({"iteration": i, **rec.metrics})
 
 
 def _plan(archive: Archive, prog: Mapping[str, Any]) -> Plan:

@@ -19,9 +19,15 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from spadework import reward
+from spadework.figures import (
+    DesignFigures,
+    IterationFigures,
+    IterationMetrics,
+    PlayFigures,
+    RewardFigures,
+)
 from spadework.rollout import step_timed_out
 from spadework.train.batch import ROLES
 from spadework.types import Episode
@@ -157,7 +163,7 @@ def output_tokens(episodes: Iterable[Episode]) -> int:
 def reward_figures(outcomes: Sequence[EnvOutcome], env_rewards: Mapping[str, float],
                    credited: Sequence[float], *, lo: float, hi: float,
                    levels: Mapping[str, int] | None = None,
-                   moves: Mapping[str, int] | None = None) -> dict[str, Any]:
+                   moves: Mapping[str, int] | None = None) -> RewardFigures:
     """The reward stage's figures: the played environments' win-rate histogram and share in the
     band [lo, hi], the share strictly between 0 and 1 (``learnable_share``: the (environment,
     level) pairs whose plays differ, so a group gives a gradient), mean regret, step timeouts,
@@ -168,57 +174,58 @@ def reward_figures(outcomes: Sequence[EnvOutcome], env_rewards: Mapping[str, flo
     scored = [o for o in outcomes if o.plays]
     rates = [o.win_rate for o in scored]
     played_levels = [levels.get(o.env_id, 1) for o in scored]
-    return {
-        "envs": len(scored), "failed_plays": sum(o.failed for o in outcomes),
-        "learnable_share": (sum(0 < r < 1 for r in rates) / len(rates)) if rates else None,
-        "mean_level": stats([float(v) for v in played_levels])["mean"],
-        "level_moves": sum(1 for o in scored if o.env_id in moves),
-        "win_rate_histogram": histogram(rates),
-        "band_share": band_share(rates, lo, hi),
-        "band_share_ci95": [round(x, 4) for x in wilson(sum(lo <= r <= hi for r in rates), len(rates))],
-        "mean_regret": stats([o.regret for o in scored])["mean"],
-        "designer_reward": stats(list(credited)), "designer_credited": len(credited),
-        "step_timeouts": sum(o.step_timeout for o in outcomes),
-        "per_env": {o.env_id[:12]: {"level": levels.get(o.env_id, 1), "win_rate": o.win_rate,
-                                    "regret": o.regret, "plays": o.plays, "failed": o.failed,
-                                    "reward": env_rewards[o.env_id],
-                                    **({"next_level": moves[o.env_id]} if o.env_id in moves else {})}
-                    for o in outcomes},
-    }
+    return RewardFigures(
+        envs=len(scored), failed_plays=sum(o.failed for o in outcomes),
+        learnable_share=(sum(0 < r < 1 for r in rates) / len(rates)) if rates else None,
+        mean_level=stats([float(v) for v in played_levels])["mean"],
+        level_moves=sum(1 for o in scored if o.env_id in moves),
+        win_rate_histogram=tuple(histogram(rates)),
+        band_share=band_share(rates, lo, hi),
+        band_share_ci95=tuple(round(x, 4) for x in wilson(sum(lo <= r <= hi for r in rates), len(rates))),
+        mean_regret=stats([o.regret for o in scored])["mean"],
+        designer_reward=stats(list(credited)), designer_credited=len(credited),
+        step_timeouts=sum(o.step_timeout for o in outcomes),
+        per_env={o.env_id[:12]: {"level": levels.get(o.env_id, 1), "win_rate": o.win_rate,
+                                 "regret": o.regret, "plays": o.plays, "failed": o.failed,
+                                 "reward": env_rewards[o.env_id],
+                                 **({"next_level": moves[o.env_id]} if o.env_id in moves else {})}
+                 for o in outcomes},
+    )
 
 
-def iteration_summary(figures: Mapping[str, Any], episodes: Sequence[Episode], *, preset: str,
-                      stages: Sequence[str]) -> dict[str, Any]:
+def summarize(iteration: int, figures: IterationFigures, episodes: Sequence[Episode], *,
+              preset: str) -> IterationMetrics:
     """An iteration's line of ``metrics.jsonl`` from the figures its stages stored as they
-    committed (``figures[stage]``) and its episodes: per-role losses and rewards, returns and
-    format share per arm, the design funnel, pool, hints, statuses, win rates, regret, the
-    learner's figures, tokens and seconds per stage."""
+    committed and its episodes: per-role losses and rewards, returns and format share per arm,
+    the design funnel, pool, hints, statuses, win rates, regret, the learner's figures, tokens
+    and seconds per stage."""
     def mean(values: list[float]) -> float | None:
         return stats(values)["mean"]
 
     def ret(arm: str) -> float | None:
         return mean([reward.episode_return(e.rewards, e.terminated) for e in episodes if e.arm == arm])
 
-    design, play_f, rew = figures.get("design", {}), figures.get("play", {}), figures.get("reward", {})
-    train = figures.get("train") or {}
-    return {
-        "losses": {role: train.get(f"loss_{role}") for role in ROLES},
-        "rewards": {"agent": ret("no_hint"), "designer": (rew.get("designer_reward") or {}).get("mean")},
-        "agent_format_share": {arm: mean([e.format_share for e in episodes if e.arm == arm])
-                               for arm in ("no_hint", "hint")},
-        "preset": preset, "regenerated": design.get("regenerated", False),
-        "validity_funnel": design.get("funnel", {}), "pool": figures.get("pool", {}),
-        "hints": figures.get("hints", {}),
-        "episodes": play_f.get("episodes"), "statuses": play_f.get("statuses"),
-        "agent_return": {"no_hint": ret("no_hint"), "hint": ret("hint")},
-        "win_rate_histogram": rew.get("win_rate_histogram"), "band_share": rew.get("band_share"),
-        "band_share_ci95": rew.get("band_share_ci95"), "learnable_share": rew.get("learnable_share"), "mean_level": rew.get("mean_level"),
-        "level_moves": rew.get("level_moves"), "failed_plays": rew.get("failed_plays"),
-        "mean_regret": rew.get("mean_regret"), "designer_reward": rew.get("designer_reward"),
-        "per_env": rew.get("per_env"), "train": figures.get("train"),
-        "tokens": {"design": design.get("tokens", 0), "play": play_f.get("tokens", 0)},
-        "eval": figures.get("eval") if (figures.get("eval") or {}).get("due") else None,
-        "unwinnable_instances": play_f.get("unwinnable_instances", {}),
-        "engine": play_f.get("engine"),
-        "seconds": {n: (figures.get(n) or {}).get("seconds") for n in stages},
-    }
+    design, play_f = figures.design or DesignFigures(), figures.play or PlayFigures()
+    rew, train, ev = figures.reward or RewardFigures(), figures.train, figures.eval
+    return IterationMetrics(
+        iteration=iteration,
+        losses={role: train.loss(role) if train else None for role in ROLES},
+        rewards={"agent": ret("no_hint"), "designer": rew.designer_reward_mean},
+        agent_format_share={arm: mean([e.format_share for e in episodes if e.arm == arm])
+                            for arm in ("no_hint", "hint")},
+        preset=preset, regenerated=design.regenerated, validity_funnel=design.funnel,
+        pool=figures.pool.to_dict() if figures.pool else {},
+        hints=figures.hints.to_dict() if figures.hints else {},
+        episodes=figures.play and play_f.episodes, statuses=figures.play and play_f.statuses,
+        agent_return={"no_hint": ret("no_hint"), "hint": ret("hint")},
+        win_rate_histogram=rew.win_rate_histogram, band_share=rew.band_share,
+        band_share_ci95=rew.band_share_ci95, learnable_share=rew.learnable_share,
+        mean_level=rew.mean_level, level_moves=figures.reward and rew.level_moves,
+        failed_plays=figures.reward and rew.failed_plays, mean_regret=rew.mean_regret,
+        designer_reward=rew.designer_reward, per_env=figures.reward and rew.per_env,
+        train=train.to_dict() if train else None,
+        tokens={"design": design.tokens, "play": play_f.tokens},
+        eval=ev.to_dict() if ev is not None and ev.due else None,
+        unwinnable_instances=play_f.unwinnable_instances, engine=play_f.engine,
+        seconds=figures.seconds(),
+    )

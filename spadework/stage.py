@@ -2,7 +2,7 @@
 
 ``RunContext`` holds the run's live parts (archive, sandbox, the roles' policies, learners and
 syncs); a stage returns a ``StageResult`` (figures, the ``Plan`` after it, its archive writes);
-an iteration ends as one ``IterationMetrics`` line. Kept apart from ``loop.py`` so that the loop reads as the
+an iteration ends as one ``IterationMetrics`` line (both in :mod:`spadework.figures`). Kept apart from ``loop.py`` so that the loop reads as the
 stages and their order only.
 """
 
@@ -17,6 +17,7 @@ from spadework.archive import Archive
 from spadework.config import RunConfig
 from spadework.corpus import Corpus
 from spadework.default_corpus import load_default_corpus
+from spadework.figures import IterationMetrics, StageFigures  # noqa: F401 (re-exported)
 from spadework.policy.base import BaseWeights, Policy
 from spadework.policy.sync import WeightSync
 from spadework.progress import Progress, Silent
@@ -141,20 +142,9 @@ class StageResult:
     iteration's metrics), the plan after it, and its archive writes (run in the stage's
     transaction)."""
 
-    figures: dict[str, Any]
+    figures: StageFigures
     plan: Plan
     write: Callable[[Archive], None] = lambda archive: None
-
-
-@dataclass(frozen=True)
-class IterationMetrics:
-    """One line of ``metrics.jsonl``: what an iteration did, by stage."""
-
-    iteration: int
-    values: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"iteration": self.iteration, **self.values}
 
 
 def default_corpus() -> Corpus:
