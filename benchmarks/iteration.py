@@ -147,10 +147,10 @@ def one_iteration(cfg, backend: str, train: bool) -> dict:
 
     cfg = dataclasses.replace(cfg, backend=backend, train=train)
     t_load = time.monotonic()
-    parts, clock = load_roles(cfg), Clock()  # each role's model, and a learner per trained one
-    for role in ("policy", "designer"):
-        if role in parts:
-            parts[role] = TimedPolicy(parts[role], clock)
+    models, clock = load_roles(cfg), Clock()  # each role's model, and a learner per trained one
+    models = dataclasses.replace(
+        models, policy=TimedPolicy(models.policy, clock),
+        designer=None if models.designer is None else TimedPolicy(models.designer, clock))
     load_s = time.monotonic() - t_load
     marks: list[tuple[str, float]] = []
 
@@ -166,7 +166,7 @@ def one_iteration(cfg, backend: str, train: bool) -> dict:
     with tempfile.TemporaryDirectory() as d:
         t0 = time.monotonic()
         try:
-            (m,) = run(cfg, Path(d), progress=Marks(), **parts)
+            (m,) = run(cfg, Path(d), models, progress=Marks())
         finally:
             clock.stop()
         end = time.monotonic()

@@ -282,7 +282,7 @@ def smoke_worker(args: argparse.Namespace) -> dict:
     """One smoke iteration of the loop (the ``--worker smoke`` child; see the module docstring)."""
     from spadework.config import preset
     from spadework.corpus import Corpus, Document
-    from spadework.loop import run
+    from spadework.loop import Models, run
     from spadework.policy.load import learner_policy
     from spadework.sandbox import DEFAULT_REQUIRED, probe
     from spadework.train import Learner, weight_sync_for
@@ -303,8 +303,8 @@ def smoke_worker(args: argparse.Namespace) -> dict:
                     "gpu-check")
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpu-check-run-") as run_dir:
-        (m,) = run(cfg, run_dir, policy=policy, learner=learner, sync=sync,
-                   corpus=lambda: corpus, progress=StageLines())
+        (m,) = run(cfg, run_dir, Models(policy, learner, sync), corpus=lambda: corpus,
+                   progress=StageLines())
     v = m.values
     keep = ("note", "loss", "importance_ratio", "sync_seconds", "grad_norm", "samples", "tokens",
             "agent_samples", "designer_samples", "step_skipped", "seconds")

@@ -26,6 +26,7 @@ from spadework.progress import Progress
 from spadework.sandbox import Limits, Sandbox
 from spadework.settings.run import DEFAULT_BACKEND
 from spadework.skills import skills_for
+from spadework.stage import Models
 from spadework.train.grpo import Learner
 
 if TYPE_CHECKING:
@@ -71,13 +72,12 @@ def run_command(cfg: RunConfig, run_dir: Path, *, resume: bool,
                 check_model(cfg.role_model(role))
     if cfg.ray.enabled:  # the same loop; its parts on a Ray cluster (spadework.distributed.run)
 
-        with ray_parts(cfg, run_dir, policy_factory=policy_factory, progress=progress) as parts:
-            return run(cfg, run_dir, resume=resume, progress=progress, **parts)
-    parts = load_roles(cfg, policy_factory)
-    return run(cfg, run_dir, resume=resume, progress=progress, **parts)
+        with ray_parts(cfg, run_dir, policy_factory=policy_factory, progress=progress) as models:
+            return run(cfg, run_dir, models, resume=resume, progress=progress)
+    return run(cfg, run_dir, load_roles(cfg, policy_factory), resume=resume, progress=progress)
 
 
-def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = None) -> dict[str, Any]:
+def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = None) -> Models:
     """The models of ``cfg``'s roles as ``loop.run`` takes them: ``policy`` (the agent's, and the
     designer's when shared) and, for a designer of its own, ``designer``; a learner and weight
     sync for each model that trains (``policy_factory`` replaces loading a model)."""
@@ -90,18 +90,18 @@ def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = Non
                                        max_batch_size=cfg.policy_batch, threads=cfg.threads,
                                        weights=cfg.engine_weights(role))
 
-    def trained(policy: Policy) -> tuple[Any, Any]:
+    def trained(policy: Policy) -> tuple[Learner | None, Any]:
         learner = Learner(policy_load.learner_policy(policy), cfg.learner)
         return learner, weight_sync_for(policy, learner)
 
-    parts: dict[str, Any] = {"policy": load("agent")}
-    if cfg.roles_trained_on_policy(shared=cfg.shared):
-        parts["learner"], parts["sync"] = trained(parts["policy"])
-    if not cfg.shared:
-        parts["designer"] = load("designer")
-        if "designer" in cfg.trained_roles:
-            parts["designer_learner"], parts["designer_sync"] = trained(parts["designer"])
-    return parts
+    policy = load("agent")
+    learner, sync = trained(policy) if cfg.roles_trained_on_policy(shared=cfg.shared) else (None, None)
+    if cfg.shared:
+        return Models(policy, learner, sync)
+    designer = load("designer")
+    designer_learner, designer_sync = (trained(designer) if "designer" in cfg.trained_roles
+                                       else (None, None))
+    return Models(policy, learner, sync, designer, designer_learner, designer_sync)
 
 
 def check_run_dir(run_dir: Path, *, resume: bool) -> None:

@@ -71,14 +71,21 @@ from spadework.library import checked_starters, is_held_out
 from spadework.loggers import open_loggers
 from spadework.paths import room_to_write
 from spadework.policy.base import Policy
-from spadework.policy.sync import WeightSync
 from spadework.progress import Progress, Silent
 from spadework.reward import LearningPotential
 from spadework.rollout import level_kwarg, play, regret_jobs
 from spadework.sandbox import Limits, Sandbox
 from spadework.seeding import derive_rng, derive_seed
 from spadework.skills import skills_for
-from spadework.stage import Plan, RoleTrainer, RunContext, StageResult, Trainer, default_corpus  # noqa: F401 (RunContext: the loop's API, re-exported)
+from spadework.stage import (  # noqa: F401 (RunContext, Models: the loop's API, re-exported)
+    Models,
+    Plan,
+    RoleTrainer,
+    RunContext,
+    StageResult,
+    Trainer,
+    default_corpus,
+)
 from spadework.train import checkpoint  # by attribute: tests replace save_rotating
 from spadework.train.batch import ROLES, agent_assembly
 from spadework.types import EnvSource, Episode
@@ -196,12 +203,12 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
                        f"up to {ctx.cfg.play.max_turns} turns each (progress in turns)"
                        + (f" ({sum(unwinnable.values())} instances dropped: solution() loses them)"
                           if unwinnable else ""))
-    engine = None if ctx.player else ctx.role_policy("agent")
+    engine = None if ctx.models.player else ctx.role_policy("agent")
     before = _engine_counts(engine)
-    player = ctx.player or functools.partial(play, engine, ctx.sandbox)
+    player = ctx.models.player or functools.partial(play, engine, ctx.sandbox)
     eps = player(jobs, ctx.cfg.play, seed=derive_seed(ctx.cfg.run_seed, it.i, "play"),
                  progress=lambda done, total: ctx.progress.advance("play", done, total))
-    workers = getattr(ctx.player, "last", None)
+    workers = getattr(ctx.models.player, "last", None)
     figures = PlayFigures(
         episodes=len(eps), statuses=M.statuses(eps), tokens=M.output_tokens(eps),
         unwinnable_instances=unwinnable,
@@ -293,7 +300,7 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
 def _release_samplers(ctx: RunContext) -> None:
     """Free the samplers' KV caches before the learner's step: the cached conversations would
     not survive the weight sync after it (the designer's is freed after each design stage)."""
-    for p in {id(p): p for p in (ctx.policy, ctx.designer_policy) if p is not None}.values():
+    for p in {id(p): p for p in (ctx.models.policy, ctx.models.designer) if p is not None}.values():
         _release(p)
 
 
@@ -430,34 +437,25 @@ def write_metrics_file(archive: Archive, run_dir: Path) -> Path:
 
 # -- a whole run ---------------------------------------------------------------------------------
 
-def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer | None = None,
-        sync: WeightSync | None = None, resume: bool = False, progress: Progress | None = None,
-        corpus: Callable[[], Corpus] | None = None, designer: Policy | None = None,
-        designer_learner: Trainer | None = None,
-        designer_sync: WeightSync | None = None,
-        player: Callable[..., list[Episode]] | None = None) -> list[IterationMetrics]:
+def run(cfg: RunConfig, run_dir: str | Path, models: Models, *, resume: bool = False,
+        progress: Progress | None = None,
+        corpus: Callable[[], Corpus] | None = None) -> list[IterationMetrics]:
     """Run ``cfg.iterations`` iterations in ``run_dir`` (archive, ``metrics.jsonl``,
-    checkpoints) with ``policy``; with ``resume``, continue a killed or finished run there.
-
-    ``policy`` plays the agent and, unless ``designer`` (a separate designer model) is given,
-    designs too. ``learner`` trains ``policy``'s weights (``spadework.train.Learner(
-    learner_policy(policy), cfg.learner)``) on the samples of every role ``cfg`` trains that it
-    plays; ``designer_learner`` trains a separate designer's. Each trained model's learner is
-    needed when ``cfg.train`` and is restored from its latest checkpoint when resuming. ``sync``
-    / ``designer_sync`` (``spadework.train.weight_sync_for(policy, learner)``) move a learner's
-    weights to its sampler after each update and after a restore; None when the policy samples
-    from the learner's own module.
-    ``player`` plays the agent's episodes instead of ``rollout.play`` in this process (rollout
-    workers on Ray, ``spadework.distributed``).
-    ``corpus`` loads the grounding corpus (default: the pulled default corpus). Raises
-    ConfigError when ``run_dir`` holds a run and ``resume`` is false, or the other way round.
+    checkpoints) with ``models`` (:class:`~spadework.stage.Models`: the roles' policies and,
+    for each model the run trains, its learner and weight sync); with ``resume``, continue a
+    killed or finished run there. Each trained model's learner is needed when ``cfg.train`` and
+    is restored from its latest checkpoint when resuming; without ``cfg.train`` the learners
+    and syncs given are not used. ``corpus`` loads the grounding corpus (default: the pulled
+    default corpus). Raises ConfigError when a trained model has no learner, or when
+    ``run_dir`` holds a run and ``resume`` is false, or the other way round.
     """
-    trains = cfg.roles_trained_on_policy(shared=designer is None)
-    if trains and learner is None:
+    trains = cfg.roles_trained_on_policy(shared=models.designer is None)
+    if trains and models.learner is None:
         raise ConfigError(f"cfg.train trains the {' and '.join(sorted(trains))} role on this model "
                           "and needs a learner: pass spadework.train.Learner(policy, cfg.learner), "
                           "or set train = false")
-    if designer is not None and "designer" in cfg.trained_roles and designer_learner is None:
+    if (models.designer is not None and "designer" in cfg.trained_roles
+            and models.designer_learner is None):
         raise ConfigError("the separate designer model trains and needs designer_learner= (or "
                           "freeze it: frozen = [\"designer\"])")
     run_dir, progress = Path(run_dir), progress or Silent()
@@ -476,12 +474,9 @@ def run(cfg: RunConfig, run_dir: str | Path, *, policy: Policy, learner: Trainer
                     "preset": cfg.preset, "model": cfg.model, "run_seed": cfg.run_seed,
                     "train": cfg.train, "designer_model": cfg.role_model("designer"),
                     "agent_model": cfg.role_model("agent"), "frozen": list(cfg.frozen)})
-            ctx = RunContext(cfg, run_dir, archive, policy, sb, learner if cfg.train else None,
-                             sync if cfg.train else None,
-                             corpus or functools.cache(default_corpus), progress,
-                             designer_policy=designer,
-                             designer_learner=designer_learner if cfg.train else None,
-                             designer_sync=designer_sync if cfg.train else None, player=player)
+            ctx = RunContext(cfg, run_dir, archive,
+                             models if cfg.train else models.without_training(), sb,
+                             corpus or functools.cache(default_corpus), progress)
             if resume:
                 restored = checkpoint.restore_trainers(ctx.trainers(), archive, progress)
                 ctx.trained_through.update(restored)

@@ -1,7 +1,7 @@
 """The records the loop's stages pass each other, and the protocols of the live parts it drives.
 
-``RunContext`` holds the run's live parts (archive, sandbox, the roles' policies, learners and
-syncs); a stage returns a ``StageResult`` (figures, the ``Plan`` after it, its archive writes);
+``Models`` holds the roles' loaded policies, learners and syncs, and ``RunContext`` the run's
+live parts (archive, sandbox, those models); a stage returns a ``StageResult`` (figures, the ``Plan`` after it, its archive writes);
 an iteration ends as one ``IterationMetrics`` line (both in :mod:`spadework.figures`). Kept apart from ``loop.py`` so that the loop reads as the
 stages and their order only.
 """
@@ -9,7 +9,7 @@ stages and their order only.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -53,56 +53,75 @@ class RoleTrainer:
     root: Path
 
 
+@dataclass(frozen=True)
+class Models:
+    """The loaded models of a run, as ``loop.run`` takes them (``commands.load_roles`` builds
+    them on one machine, ``distributed.run.ray_parts`` on a Ray cluster).
+
+    ``policy`` plays the agent, and designs too unless ``designer`` (a separate designer model)
+    is given. ``learner`` trains ``policy``'s weights (``spadework.train.Learner(
+    learner_policy(policy), cfg.learner)``) on the samples of every role the run trains that it
+    plays; ``designer_learner`` trains a separate designer's. ``sync`` / ``designer_sync``
+    (``spadework.policy.backends.weight_sync_for(policy, learner)``) move a learner's weights to
+    its sampler after each update and after a restore; None when the policy samples from the
+    learner's own module. ``player`` plays the agent's episodes instead of ``rollout.play`` in
+    this process (``spadework.distributed.rollout.RayPlayer``: ``player(jobs, cfg, seed=,
+    progress=)``).
+    """
+
+    policy: Policy
+    learner: Trainer | None = None
+    sync: WeightSync | None = None
+    designer: Policy | None = None
+    designer_learner: Trainer | None = None
+    designer_sync: WeightSync | None = None
+    player: Callable[..., list[Any]] | None = None
+
+    def without_training(self) -> Models:
+        """The same models with no learner and no sync (a run with ``train = false``)."""
+        return replace(self, learner=None, sync=None, designer_learner=None, designer_sync=None)
+
+
 @dataclass
 class RunContext:
-    """The live parts of a run (not a record: it holds the archive, sandbox, policies and
-    learners).
+    """The live parts of a run (not a record: it holds the archive, sandbox and models).
 
-    ``policy`` plays the agent, and designs too unless ``designer_policy`` (a separate designer
-    model) is given; ``learner`` trains ``policy``'s model on the roles ``cfg`` trains (all but
-    the frozen ones), ``designer_learner`` the separate designer's. ``corpus()`` loads the
-    grounding corpus on first use; each ``sync`` moves its learner's weights to the sampler after
-    each update; ``trained_through`` is, per trainer name, the last iteration its loaded
-    checkpoint includes.
+    ``models`` are the run's policies, learners and syncs (:class:`Models`); ``corpus()`` loads
+    the grounding corpus on first use; ``trained_through`` is, per trainer name, the last
+    iteration its loaded checkpoint includes.
     """
 
     cfg: RunConfig
     run_dir: Path
     archive: Archive
-    policy: Policy
+    models: Models
     sandbox: EnvSandbox
-    learner: Trainer | None = None
-    sync: WeightSync | None = None
     corpus: Callable[[], Corpus] = field(default=lambda: default_corpus())
     progress: Progress = field(default_factory=Silent)
-    designer_policy: Policy | None = None
-    designer_learner: Trainer | None = None
-    designer_sync: WeightSync | None = None
     trained_through: dict[str, int] = field(default_factory=dict)
-    player: Callable[..., list[Any]] | None = None
-    """Plays the agent's episodes in place of ``rollout.play`` with ``policy`` and ``sandbox``
-    (``spadework.distributed.rollout.RayPlayer``: ``player(jobs, cfg, seed=, progress=)``)."""
 
     def role_policy(self, role: str) -> Policy:
         """What plays ``role``: the separate designer model, else the shared ``policy``, with
         its adapter switched off for a frozen role while the other role trains it."""
-        if role == "designer" and self.designer_policy is not None:
-            return self.designer_policy
-        if role in self.cfg.frozen and self.learner is not None and self.designer_policy is None:
-            return BaseWeights(self.policy)
-        return self.policy
+        m = self.models
+        if role == "designer" and m.designer is not None:
+            return m.designer
+        if role in self.cfg.frozen and m.learner is not None and m.designer is None:
+            return BaseWeights(m.policy)
+        return m.policy
 
     def trainers(self) -> list[RoleTrainer]:
         """The models this run trains, each with the roles it learns from (none without
         training, or when no learner was given)."""
-        shared, out = self.designer_policy is None, []
+        m = self.models
+        shared, out = m.designer is None, []
         roles = self.cfg.roles_trained_on_policy(shared=shared)
-        if self.learner is not None and roles:
-            out.append(RoleTrainer("policy" if shared else "agent", roles, self.learner, self.sync,
+        if m.learner is not None and roles:
+            out.append(RoleTrainer("policy" if shared else "agent", roles, m.learner, m.sync,
                                    self.run_dir / "checkpoints"))
-        if not shared and self.designer_learner is not None and "designer" in self.cfg.trained_roles:
-            out.append(RoleTrainer("designer", ("designer",), self.designer_learner,
-                                   self.designer_sync, self.run_dir / "checkpoints" / "designer"))
+        if not shared and m.designer_learner is not None and "designer" in self.cfg.trained_roles:
+            out.append(RoleTrainer("designer", ("designer",), m.designer_learner,
+                                   m.designer_sync, self.run_dir / "checkpoints" / "designer"))
         return out
 
 

@@ -105,7 +105,7 @@ def test_the_pool_ranks_replays_with_the_runs_band(tmp_path, monkeypatch):
 
     from spadework.archive import Archive, archive_path
     from spadework.config import override, preset
-    from spadework.loop import Plan, RunContext, _Iteration
+    from spadework.loop import Models, Plan, RunContext, _Iteration
 
     cfg = override(preset("smoke"), {"reward": {"lo": 0.2, "hi": 0.4}, "curriculum": {"score": "blend"}})
     seen = {}
@@ -120,7 +120,7 @@ def test_the_pool_ranks_replays_with_the_runs_band(tmp_path, monkeypatch):
         played = next(r for r in a.list_envs(status="accepted") if r.origin == "starter"
                       and r.name not in cfg.curriculum.held_out)
         a.record_env_stats(played.env_id, 0, plays=4, wins=1, regret=0.0)
-        ctx = RunContext(cfg, tmp_path, a, ScriptedPolicy(lambda c, t: ""), sandbox=None)
+        ctx = RunContext(cfg, tmp_path, a, Models(ScriptedPolicy(lambda c, t: "")), sandbox=None)
         loop._pool(ctx, _Iteration(1, Plan(1), loop.cur.CurriculumState(), {}, a))
     assert seen[played.env_id] == pytest.approx(0.6)
 

@@ -15,7 +15,7 @@ from spadework.config import override, preset
 from spadework.curriculum import CurriculumConfig
 from spadework.errors import ConfigError
 from spadework.levels import next_level
-from spadework.loop import run
+from spadework.loop import Models, run
 
 REVERSE = '''\
 import random
@@ -73,7 +73,7 @@ def play_run(cfg, run_dir, script):
     (checked once per test session, not once per run)."""
     with Archive.open(archive_path(run_dir)) as a:
         a.import_starter(starter_records(cfg.play.max_turns))
-    return run(cfg, run_dir, policy=ScriptedPolicy(script))
+    return run(cfg, run_dir, Models(ScriptedPolicy(script)))
 
 
 def levels_played(run_dir, env_id):

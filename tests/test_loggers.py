@@ -11,7 +11,7 @@ from scripted_policy import ScriptedPolicy, designing_script
 from spadework.config import load_config, override, preset
 from spadework.errors import ConfigError
 from spadework.loggers import LogConfig, check_available, scalars
-from spadework.loop import run
+from spadework.loop import Models, run
 
 
 @pytest.mark.slow
@@ -19,7 +19,7 @@ def test_tensorboard_events_read_back_equal_the_metrics_lines(tmp_path):
     event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
     cfg = override(preset("smoke"), {"iterations": 2, "design": {"max_tokens": 1024},
                                      "log": {"tensorboard": True}})
-    run(cfg, tmp_path, policy=ScriptedPolicy(designing_script))
+    run(cfg, tmp_path, Models(ScriptedPolicy(designing_script)))
     events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
     assert len(events) == 1
     acc = event_accumulator.EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"scalars": 0})

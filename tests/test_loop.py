@@ -26,8 +26,8 @@ from spadework.config import load_config, override, preset
 from spadework.library import HELD_OUT
 from spadework.env.actions import parse_action
 from spadework.errors import ConfigError
-from spadework.loop import run
-from spadework.types import Episode, Sampling
+from spadework.loop import Models, run
+from spadework.types import Sampling
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,7 +53,7 @@ def cfg():
 
 @pytest.mark.slow
 def test_two_iterations_store_everything_once(tmp_path, cfg):
-    out = run(cfg, tmp_path, policy=ScriptedPolicy(designing_script))
+    out = run(cfg, tmp_path, Models(ScriptedPolicy(designing_script)))
     assert [m.iteration for m in out] == [0, 1]
     lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["iteration"] for x in lines] == [0, 1]
@@ -73,14 +73,14 @@ def test_two_iterations_store_everything_once(tmp_path, cfg):
         assert stats.plays == 2 * cfg.plays and stats.last_played_iteration == 1
         assert designed in a.load_state("learning_potential")
     with pytest.raises(ConfigError, match="--resume"):
-        run(cfg, tmp_path, policy=ScriptedPolicy(designing_script))
-    assert run(cfg, tmp_path, resume=True, policy=ScriptedPolicy(designing_script)) == []
+        run(cfg, tmp_path, Models(ScriptedPolicy(designing_script)))
+    assert run(cfg, tmp_path, Models(ScriptedPolicy(designing_script)), resume=True) == []
 
 
 @pytest.mark.slow
 def test_designer_credit_is_the_blend_of_its_first_plays(tmp_path, cfg):
     one = override(cfg, {"iterations": 1})
-    run(one, tmp_path, policy=ScriptedPolicy(designing_script))
+    run(one, tmp_path, Models(ScriptedPolicy(designing_script)))
     with Archive.open(archive_path(tmp_path)) as a:
         acc = next(x for x in a.attempts() if x.outcome == "accepted")
         eps = a.episodes(iteration=0, env_id=acc.env_id)
@@ -105,7 +105,7 @@ def test_graded_rejection_reward_and_format_shaping_reach_the_archive(tmp_path, 
     shaped = override(cfg, {"iterations": 1, "reward": {"rejection_reward": -1.0,
                                                         "rejection_progress": 1.0,
                                                         "format_weight": 0.2}})
-    out = run(shaped, tmp_path, policy=ScriptedPolicy(sometimes_boxing_script))
+    out = run(shaped, tmp_path, Models(ScriptedPolicy(sometimes_boxing_script)))
     with Archive.open(archive_path(tmp_path)) as a:
         rejected = next(x for x in a.attempts() if x.outcome != "accepted")
         assert rejected.outcome == "novelty"
@@ -142,7 +142,7 @@ def test_designs_and_starters_are_checked_under_the_play_turn_limit(tmp_path, cf
         return designing_script(conv, turn)
 
     wide = override(cfg, {"iterations": 1, "play": {"max_turns": 1}, "curriculum": {"pool_size": 30}})
-    run(wide, tmp_path, policy=ScriptedPolicy(script))
+    run(wide, tmp_path, Models(ScriptedPolicy(script)))
     with Archive.open(archive_path(tmp_path)) as a:
         attempts = a.attempts()
         assert [x.outcome for x in attempts] == ["solvable", "solvable"]
@@ -213,7 +213,7 @@ def test_training_run_checkpoints_and_resumes_with_the_default_model(tmp_path):
         "play": {"max_turns": 2, "max_tokens": 24},
         "curriculum": {"pool_size": 2, "designs_per_regen": 1, "regen_interval": 1},
         "design": {"max_tokens": 64}})
-    out = run(cfg, tmp_path, **model_and_learner())
+    out = run(cfg, tmp_path, Models(**model_and_learner()))
     train = out[0].values["train"]
     assert train["designer_samples"] == 1 and train["agent_samples"] > 0
     # a step when some group's plays differ; otherwise the loop says why it skipped
@@ -227,7 +227,7 @@ def test_training_run_checkpoints_and_resumes_with_the_default_model(tmp_path):
     assert (tmp_path / "checkpoints" / "iter_0000" / "learner.json").exists()
     with Archive.open(archive_path(tmp_path)) as a:
         assert all(x.trained_iteration == 0 for x in a.attempts())
-    out = run(override(cfg, {"iterations": 2}), tmp_path, resume=True, **model_and_learner())
+    out = run(override(cfg, {"iterations": 2}), tmp_path, Models(**model_and_learner()), resume=True)
     assert [m.iteration for m in out] == [1]
     assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text())["iteration"] == 1
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
@@ -243,8 +243,8 @@ def test_train_stage_gets_both_roles_and_marks_them(tmp_path, cfg):
         a.import_starter(starter_records())
         from spadework.default_corpus import load_default_corpus
         sync = RecordingSync(learner)
-        ctx = RunContext(cfg, tmp_path, a, ScriptedPolicy(half_solving_script), sb, learner=learner,
-                         sync=sync, corpus=load_default_corpus)
+        ctx = RunContext(cfg, tmp_path, a, Models(ScriptedPolicy(half_solving_script), learner, sync),
+                         sb, corpus=load_default_corpus)
         m = run_iteration(ctx, 0)
         (samples,) = learner.steps
         assert sync.pushed_after == [1] and "sync_seconds" in m.values["train"]  # right after the step
@@ -275,8 +275,7 @@ def test_an_iteration_without_an_update_still_leaves_a_checkpoint(tmp_path, cfg)
     cfg = override(cfg, {"train": True, "iterations": 1, "checkpoint_every": 1,
                          "curriculum": {"designs_per_regen": 0}})
     learner = RecordingLearner()
-    out = run(cfg, tmp_path, policy=ScriptedPolicy(losing), learner=learner,
-              sync=RecordingSync(learner))
+    out = run(cfg, tmp_path, Models(ScriptedPolicy(losing), learner, RecordingSync(learner)))
     assert out[0].values["train"]["note"].startswith("no update") and learner.steps == []
     assert json.loads((tmp_path / "checkpoints" / "latest.json").read_text()) == {
         "iteration": 0, "dir": "iter_0000"}
@@ -297,7 +296,7 @@ def test_a_tool_use_run_designs_plays_and_scores_tool_environments(tmp_path, cfg
     tools = override(cfg, {"iterations": 1, "design": {"setting": "tool-use"},
                            "play": {"max_turns": 4},
                            "curriculum": {"pool_size": 3, "designs_per_regen": 1}})
-    out = run(tools, tmp_path, policy=ScriptedPolicy(script))
+    out = run(tools, tmp_path, Models(ScriptedPolicy(script)))
     with Archive.open(archive_path(tmp_path)) as a:
         (att,) = a.attempts()
         assert att.outcome == "accepted", att.reason
@@ -324,7 +323,7 @@ def test_mutation_and_repair_turns_through_the_loop(tmp_path, cfg):
                               "design": {"mutation_ratio": 1.0, "repair_turns": 1,
                                          "example_share": 10.0},  # the starters are long modules
                               "curriculum": {"designs_per_regen": 1}})
-    run(mutating, tmp_path, policy=ScriptedPolicy(script))
+    run(mutating, tmp_path, Models(ScriptedPolicy(script)))
     with Archive.open(archive_path(tmp_path)) as a:
         first, repair = a.attempts()
         assert (first.outcome, repair.outcome) == ("extract", "accepted")
@@ -344,7 +343,7 @@ def test_a_policy_error_while_writing_hints_does_not_stop_the_run(tmp_path, cfg)
         return "privileged hints" in conv.messages[0]["content"]
 
     out = run(override(cfg, {"iterations": 1}), tmp_path,
-              policy=ScriptedPolicy(designing_script, fail_when=hint_request))
+              Models(ScriptedPolicy(designing_script, fail_when=hint_request)))
     hints = out[0].values["hints"]
     assert hints["sources"].get("none", 0) >= 1 and hints["written"] == 0
     assert out[0].values["episodes"] == 2 * 2 * cfg.plays
@@ -368,7 +367,7 @@ def test_instances_an_environments_own_solution_loses_are_not_played(tmp_path, c
                      max_turns=many.play.max_turns)
     with Archive.open(archive_path(tmp_path)) as a, Sandbox(Limits(episode_seconds=600)) as sb:
         a.add_env(EnvRecord.from_check(code, ok, iteration=0, setting="games", skill="logical deduction"))
-        ctx = RunContext(many, tmp_path, a, ScriptedPolicy(designing_script), sb)
+        ctx = RunContext(many, tmp_path, a, Models(ScriptedPolicy(designing_script)), sb)
         m = run_iteration(ctx, 0)
         seeds = [episode_seed(derive_seed(many.run_seed, 0), env_id_of(code), i) for i in range(24)]
         lost = {x.seed for x in solution_losses(
@@ -383,7 +382,7 @@ def test_instances_an_environments_own_solution_loses_are_not_played(tmp_path, c
 def test_an_evaluation_runs_when_due_and_lands_in_the_metrics(tmp_path, cfg):
     evaluated = override(cfg, {"iterations": 2, "eval": {"every": 2, "suites": ["library-heldout"],
                                                           "preset": "smoke"}})
-    out = run(evaluated, tmp_path, policy=ScriptedPolicy(designing_script))
+    out = run(evaluated, tmp_path, Models(ScriptedPolicy(designing_script)))
     assert out[0].values["eval"] is None
     ev = out[1].values["eval"]
     assert set(ev["suites"]) == {"library-heldout"} and ev["suites"]["library-heldout"]["items"] > 0
@@ -401,8 +400,8 @@ def _one_trained_iteration(tmp_path, cfg, **changes):
     learner = RecordingLearner()
     with Archive.open(archive_path(tmp_path)) as a, Sandbox(Limits(episode_seconds=600)) as sb:
         a.import_starter(starter_records(cfg.play.max_turns))  # starters enter the pool
-        ctx = RunContext(cfg, tmp_path, a, ScriptedPolicy(half_solving_script), sb, learner=learner,
-                         sync=RecordingSync(learner), corpus=load_default_corpus)
+        ctx = RunContext(cfg, tmp_path, a, Models(ScriptedPolicy(half_solving_script), learner,
+                                                  RecordingSync(learner)), sb, corpus=load_default_corpus)
         m = run_iteration(ctx, 0)
         attempts = a.attempts()
     (samples,) = learner.steps
@@ -449,8 +448,7 @@ def test_the_samplers_caches_are_freed_before_the_learners_step(tmp_path, cfg):
     learner = RecordingLearner()
     cfg = override(cfg, {"train": True, "iterations": 2, "checkpoint_every": 1,
                          "frozen": ["designer"]})
-    run(cfg, tmp_path, policy=agent, designer=BaseWeights(designer), learner=learner,
-        sync=RecordingSync(learner))
+    run(cfg, tmp_path, Models(agent, learner, RecordingSync(learner), designer=BaseWeights(designer)))
     assert learner.steps and len(agent.released) == 2 and agent.released[0] == 0  # before the step
     # the designer's also when the design stage ends (iteration 0 only, at the cfg's cadence)
     assert designer.released == [0, *agent.released]

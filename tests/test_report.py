@@ -55,7 +55,7 @@ def make_run(run_dir: Path, iterations: int, *, resume: bool = False) -> None:
     policy = trainable_policy_factory()
     policy.script = _script
     learner = Learner(learner_policy(policy), cfg.learner)
-    loop.run(cfg, run_dir, policy=policy, learner=learner, sync=weight_sync_for(policy, learner),
+    loop.run(cfg, run_dir, loop.Models(policy, learner, weight_sync_for(policy, learner)),
              resume=resume)
 
 

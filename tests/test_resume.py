@@ -159,11 +159,11 @@ def test_a_kill_inside_the_design_stage_leaves_no_trace(tmp_path, uninterrupted,
 
     monkeypatch.setitem(loop._STAGE_FUNCTIONS, "design", design_then_killed)
     with pytest.raises(_Killed):
-        loop.run(cfg, tmp_path, policy=slow_policy_factory())
+        loop.run(cfg, tmp_path, loop.Models(slow_policy_factory()))
     monkeypatch.setitem(loop._STAGE_FUNCTIONS, "design", real_design)
     with Archive.open(archive_path(tmp_path)) as a:
         assert a.attempts() == [] and a.load_state("progress") is None
-    loop.run(cfg, tmp_path, resume=True, policy=slow_policy_factory())
+    loop.run(cfg, tmp_path, loop.Models(slow_policy_factory()), resume=True)
     _check_consistent(tmp_path, uninterrupted)
 
 
@@ -246,11 +246,11 @@ def test_a_kill_between_the_checkpoint_and_the_train_commit_keeps_the_step_and_i
 
     monkeypatch.setattr(ckpt, "save_rotating", save_then_killed)
     with pytest.raises(_Killed):
-        loop.run(cfg, tmp_path, **fresh())
+        loop.run(cfg, tmp_path, loop.Models(**fresh()))
     monkeypatch.setattr(ckpt, "save_rotating", real_save)
     with Archive.open(archive_path(tmp_path)) as a:
         assert (a.load_state("progress")["iteration"], a.load_state("progress")["stage"]) == (1, "reward")
-    loop.run(cfg, tmp_path, resume=True, **fresh())
+    loop.run(cfg, tmp_path, loop.Models(**fresh()), resume=True)
     lines = [_without_seconds(json.loads(x)) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     whole = [_without_seconds(json.loads(x)) for x in (trained / "metrics.jsonl").read_text().splitlines()]
     assert lines == whole

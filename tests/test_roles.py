@@ -14,7 +14,7 @@ from scripted_policy import RecordingLearner, RecordingSync, ScriptedPolicy, hal
 
 from spadework.config import override, preset
 from spadework.errors import ConfigError
-from spadework.loop import run
+from spadework.loop import Models, run
 
 
 def is_design(conv) -> bool:
@@ -60,8 +60,8 @@ def cfg():
 @pytest.mark.slow
 def test_a_frozen_designer_on_a_shared_model_designs_with_the_adapter_off_and_is_not_trained(tmp_path, cfg):
     policy, learner = SwitchablePolicy(half_solving_script), RecordingLearner()
-    out = run(override(cfg, {"frozen": ["designer"]}), tmp_path, policy=policy, learner=learner,
-              sync=RecordingSync(learner))
+    out = run(override(cfg, {"frozen": ["designer"]}), tmp_path,
+              Models(policy, learner, RecordingSync(learner)))
     designs = [off for design, off in policy.seen if design]
     plays = [off for design, off in policy.seen if not design]
     assert designs and all(designs)  # every design and hint request sampled the base weights
@@ -88,7 +88,7 @@ def test_a_designer_of_its_own_trains_apart_checkpoints_apart_and_both_resume(tm
                 "designer_learner": ld, "designer_sync": RecordingSync(ld)}
 
     first = parts()
-    out = run(cfg, tmp_path, **first)
+    out = run(cfg, tmp_path, Models(**first))
     assert any(is_design(c) for batch in first["designer"].calls for c in batch)
     assert not any(is_design(c) for batch in first["policy"].calls for c in batch)
     (agent_step,), (designer_step,) = first["learner"].steps, first["designer_learner"].steps
@@ -101,7 +101,7 @@ def test_a_designer_of_its_own_trains_apart_checkpoints_apart_and_both_resume(tm
     assert json.loads((ckpt / "designer" / "latest.json").read_text())["dir"] == "iter_0000"
 
     again = parts()
-    assert [m.iteration for m in run(override(cfg, {"iterations": 2}), tmp_path, resume=True, **again)] == [1]
+    assert [m.iteration for m in run(override(cfg, {"iterations": 2}), tmp_path, Models(**again), resume=True)] == [1]
     assert again["learner"].loaded == ckpt / "iter_0000"
     assert again["designer_learner"].loaded == ckpt / "designer" / "iter_0000"
 
@@ -110,10 +110,9 @@ def test_a_frozen_designer_of_its_own_needs_no_learner_and_a_trained_one_does(tm
     cfg = override(cfg, {"designer_model": "another-model"})
     agent, learner = ScriptedPolicy(half_solving_script), RecordingLearner()
     with pytest.raises(ConfigError, match="designer_learner"):
-        run(cfg, tmp_path / "a", policy=agent, learner=learner,
-            designer=ScriptedPolicy(half_solving_script))
-    run(override(cfg, {"frozen": ["designer"]}), tmp_path / "b", policy=agent, learner=learner,
-        designer=ScriptedPolicy(half_solving_script))
+        run(cfg, tmp_path / "a", Models(agent, learner, designer=ScriptedPolicy(half_solving_script)))
+    run(override(cfg, {"frozen": ["designer"]}), tmp_path / "b",
+        Models(agent, learner, designer=ScriptedPolicy(half_solving_script)))
     assert {s.role for s in learner.steps[0]} == {"agent"}
     assert not (tmp_path / "b" / "checkpoints" / "designer").exists()
 

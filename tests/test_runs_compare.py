@@ -24,7 +24,7 @@ from spadework.config import override, preset
 from spadework.evaluate.compare import compare_paths
 from spadework.evaluate.items import Sample
 from spadework.evaluate.summary import write_samples
-from spadework.loop import run
+from spadework.loop import Models, run
 from spadework.policy.registry import DEFAULT_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,8 +80,8 @@ def runs(tmp_path_factory):
     learner = LossLearner()
     run(cfg(train=True, checkpoint_every=1, eval={"every": 2, "suites": ["library-heldout"],
                                                    "preset": "smoke", "max_items": 2}),
-        root / "trained", policy=ScriptedPolicy(hint_using_script), learner=learner)
-    run(cfg(train=False), root / "untrained", policy=ScriptedPolicy(hint_using_script))
+        root / "trained", Models(ScriptedPolicy(hint_using_script), learner))
+    run(cfg(train=False), root / "untrained", Models(ScriptedPolicy(hint_using_script)))
     return root / "trained", learner, root / "untrained"
 
 

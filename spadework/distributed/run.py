@@ -34,6 +34,7 @@ from spadework.policy.hf import load_hf_policy
 from spadework.policy.openai import OpenAIPolicy
 from spadework.policy.registry import resolve_model
 from spadework.progress import Progress, Silent
+from spadework.stage import Models
 
 
 def openai_client(url: str, model: str, tokenizer_dir: str, context_length: int,
@@ -64,8 +65,8 @@ def plan_text(cfg: Any) -> str:
 
 @contextlib.contextmanager
 def ray_parts(cfg: Any, run_dir: Path, *, policy_factory: Callable[[], Any] | None = None,
-              progress: Progress | None = None) -> Iterator[dict[str, Any]]:
-    """Start (or join) the cluster and yield ``loop.run``'s keyword arguments (``policy``,
+              progress: Progress | None = None) -> Iterator[Models]:
+    """Start (or join) the cluster and yield the models ``loop.run`` takes (``policy``,
     ``learner``, ``sync``, ``player``); everything started is stopped on the way out.
 
     ``policy_factory`` (a picklable zero-argument callable; tests pass a scripted policy) builds
@@ -87,21 +88,19 @@ def ray_parts(cfg: Any, run_dir: Path, *, policy_factory: Callable[[], Any] | No
         for p, node in group.placed():
             progress.stage("setup", f"{p.role} {p.index} on {node}"
                            + (f" (GPUs {','.join(map(str, p.gpus))} of the plan)" if p.gpus else ""))
-        parts: dict[str, Any] = {}
+        sync = None
         if policy_factory is not None:
             builds: list[Callable[[], Any]] = [policy_factory]
         else:
             builds, learner, engines = _engines_and_learner(cfg, run_dir, group, progress)
-            parts["learner"] = learner
             if learner is not None:
                 weights = Path(rc.weights_dir) if rc.weights_dir else run_dir / "weights"
-                parts["sync"] = EngineSync(engines, weights)
+                sync = EngineSync(engines, weights)
         limits = {"episode_seconds": cfg.episode_seconds, "math_verify": needs_math_verify(run_dir)}
         progress.stage("setup", f"starting {rc.rollout_workers} rollout workers")
         player = RayPlayer(builds, limits, rc.rollout_workers,
                            options=lambda k: group.options("rollout", k))
-        parts.update(policy=builds[0](), player=player)
-        yield parts
+        yield Models(builds[0](), learner, sync, player=player)
     finally:
         for part in (player, learner):
             if part is not None:
