@@ -245,6 +245,8 @@ class IterationMetrics:
     engine: Mapping[str, int] | None = None
     seconds: Mapping[str, float | None] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The figures' names (the line's keys), ``extra`` aside.
+    FIELDS: ClassVar[frozenset[str]]
 
     @property
     def values(self) -> dict[str, Any]:
@@ -264,6 +266,9 @@ class IterationMetrics:
         names = {f.name for f in fields(cls)} - {"extra"}
         return cls(**{k: v for k, v in d.items() if k in names},
                    extra={k: v for k, v in d.items() if k not in names})
+
+
+IterationMetrics.FIELDS = frozenset(f.name for f in fields(IterationMetrics)) - {"extra"}
 
 
 def _plain(value: Any) -> Any:

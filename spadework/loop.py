@@ -403,8 +403,7 @@ def run_iteration(ctx: RunContext, i: int) -> IterationMetrics:
             a.save_state("progress", {"iteration": i, "stage": name, "figures": it.figures.to_dict(),
                                       "plan": it.plan.to_dict()})
     write_metrics_file(a, ctx.run_dir)
-    rec = next(r for r in a.iterations() if r.iteration == i)
-    return IterationMetrics.from_dict({"iteration": i, **rec.metrics})
+    return next(r for r in a.iterations() if r.iteration == i).line()
 
 
 def _plan(archive: Archive, prog: Mapping[str, Any]) -> Plan:

@@ -338,10 +338,11 @@ def test_cli_writes_the_file_and_says_what_is_wrong_in_one_line(run_dir, tmp_pat
 
 
 def test_run_summary_sparklines_follow_the_metrics(run_dir):
+    from spadework.figures import IterationMetrics
     from spadework.report.terminal import BLOCKS, run_summary
 
     lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    out = run_summary(lines, str(run_dir))
+    out = run_summary([IterationMetrics.from_dict(m) for m in lines], str(run_dir))
     row = next(x for x in out if x.strip().startswith("agent return, unhinted"))
     spark, first_last = row.split("  ")[-2:]
     ys = [m["agent_return"]["no_hint"] for m in lines]
@@ -353,5 +354,5 @@ def test_run_summary_sparklines_follow_the_metrics(run_dir):
     assert out[-1].endswith(f"spadework report {run_dir}")
     assert not any("warning" in x for x in out)
     # a run in which nothing was played (every environment failed to load) says so
-    idle = run_summary([{**m, "episodes": 0} for m in lines], str(run_dir))
+    idle = run_summary([IterationMetrics.from_dict({**m, "episodes": 0}) for m in lines], str(run_dir))
     assert any(x.strip().startswith("warning: no episode was played") for x in idle)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spadework.errors import ArchiveError
+from spadework.figures import IterationMetrics
 from spadework.types import CheckReport, CheckResult, EnvSource, Sampling, env_id_of
 
 #: An environment is either in the archive's pool or kept as a rejected design, with its stage.
@@ -259,6 +260,10 @@ class IterationRecord:
     iteration: int
     metrics: dict[str, Any] = field(default_factory=dict)
     recorded_at: float = 0.0
+
+    def line(self) -> IterationMetrics:
+        """The metrics as the record of a ``metrics.jsonl`` line, read by attribute."""
+        return IterationMetrics.from_dict({**self.metrics, "iteration": self.iteration})
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ def run_cmd(
     # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
     from spadework.report.terminal import run_summary
 
-    typer.echo("\n".join(run_summary([m.to_dict() for m in out], str(run_dir))))
+    typer.echo("\n".join(run_summary(out, str(run_dir))))
     typer.echo(f"done: {run_dir}/metrics.jsonl, {run_dir}/archive.sqlite")
 
 

@@ -1,7 +1,7 @@
 """The report's plots, each drawn from named fields of the run's metrics or archive.
 
 A curve's series are dotted paths into a ``metrics.jsonl`` line (``agent_return.no_hint``,
-``train.importance_ratio.agent.mean``); the path travels with the plot (``data-metric``), so
+``train.importance_ratio.agent.mean``: a field of the line's record, then keys); the path travels with the plot (``data-metric``), so
 what a plot shows can be checked against the line it was read from. Win rates come from the
 archive's per-iteration play statistics (exact rates, not the 10-bin histogram), the funnel from
 the designer attempts.
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from spadework.figures import IterationMetrics
 from spadework.report.collect import RunData
 from spadework.report.svg import PALETTE, line_chart, stacked_bars, strip_chart
 
@@ -41,24 +42,29 @@ CURVES: tuple[tuple[str, str, dict[str, str]], ...] = (
 STAGE_ORDER = ("design", "pool", "hints", "play", "reward", "train", "eval")
 
 
-def metric(line: Mapping[str, Any], path: str) -> float | None:
-    """The number at a dotted ``path`` of a metrics line; None where absent or not a number.
+def metric(line: IterationMetrics | Mapping[str, Any], path: str) -> float | None:
+    """The number at a dotted ``path`` of a metrics line (its record's field, then keys into
+    the field's mapping); None where absent or not a number.
 
-    >>> metric({"a": {"b": 0.5, "c": None}, "d": True}, "a.b"), metric({"a": {}}, "a.b.c")
-    (0.5, None)
-    >>> metric({"d": True}, "d") is None
-    True
+    >>> line = IterationMetrics(iteration=0, agent_return={"no_hint": 0.5}, mean_regret=0.25)
+    >>> metric(line, "agent_return.no_hint"), metric(line, "mean_regret"), metric(line, "x.y")
+    (0.5, 0.25, None)
+    >>> metric({"a": {"b": 0.5, "c": None}, "d": True}, "a.b"), metric({"d": True}, "d") is None
+    (0.5, True)
     """
     v: Any = line
     for part in path.split("."):
-        if not isinstance(v, Mapping) or part not in v:
+        if isinstance(v, IterationMetrics) and part in IterationMetrics.FIELDS:
+            v = getattr(v, part)
+        elif isinstance(v, Mapping) and part in v:
+            v = v[part]
+        else:
             return None
-        v = v[part]
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _curve(data: RunData, key: str, title: str, paths: Mapping[str, str], **kw: Any) -> str:
-    xs = [m["iteration"] for m in data.metrics]
+    xs = [m.iteration for m in data.metrics]
     series = {name: [metric(m, p) for m in data.metrics] for name, p in paths.items()}
     return line_chart(key, title, xs, series, sources=dict(paths), **kw)
 
@@ -74,7 +80,7 @@ def curves(data: RunData) -> list[str]:
 
 def eval_curves(data: RunData) -> list[str]:
     """Score per held-out suite over the iterations that evaluated (none when no iteration did)."""
-    suites = sorted({s for m in data.metrics for s in ((m.get("eval") or {}).get("suites") or {})})
+    suites = sorted({s for m in data.metrics for s in ((m.eval or {}).get("suites") or {})})
     if not suites:
         return []
     return [_curve(data, "eval", "held-out evaluation: score per suite",

@@ -18,6 +18,7 @@ from typing import Any
 
 from spadework.archive import Archive, archive_path, views
 from spadework.errors import ArchiveError
+from spadework.figures import IterationMetrics
 from spadework.report.episodes import chosen_episodes, episode_heads, episodes_view
 
 
@@ -25,7 +26,7 @@ from spadework.report.episodes import chosen_episodes, episode_heads, episodes_v
 class RunData:
     """What a report of one run shows (plain JSON-ready values).
 
-    ``metrics``: one dict per finished iteration (the ``metrics.jsonl`` lines). ``rows``: one
+    ``metrics``: one record per finished iteration (the ``metrics.jsonl`` lines). ``rows``: one
     dict per environment for the archive table. ``win_rates``: (iteration, env id, win rate) of
     every environment played, from the per-iteration play statistics. ``funnel``: design
     attempts by iteration and by skill, each a map outcome -> count (``accepted`` or the
@@ -34,7 +35,7 @@ class RunData:
 
     run_dir: Path
     config: dict[str, Any]
-    metrics: list[dict[str, Any]]
+    metrics: list[IterationMetrics]
     rows: list[dict[str, Any]]
     win_rates: list[tuple[int, str, float]]
     funnel_by_iteration: dict[int, dict[str, int]]
@@ -60,7 +61,7 @@ def open_run(run_dir: str | Path) -> Archive:
 
 def collect(archive: Archive, run_dir: str | Path) -> RunData:
     """Read the run's metrics, environment table, win rates and design funnel."""
-    metrics = [{"iteration": r.iteration, **r.metrics} for r in archive.iterations()]
+    metrics = [r.line() for r in archive.iterations()]
     stats = views.all_env_stats(archive)
     children = views.children_counts(archive)
     episodes = views.episode_counts(archive)

@@ -23,6 +23,7 @@ from typing import Any
 
 from spadework.archive import Archive
 from spadework.errors import ConfigError
+from spadework.figures import IterationMetrics
 from spadework.report.charts import curves, eval_curves, funnel_charts, win_rate_charts
 from spadework.report.collect import RunData, children_of, collect, env_detail, open_run
 
@@ -67,7 +68,7 @@ def packed(value: Any) -> str:
 
 def _facts(data: RunData) -> str:
     accepted = sum(r["status"] == "accepted" for r in data.rows)
-    last = data.metrics[-1] if data.metrics else {}
+    last = data.metrics[-1] if data.metrics else IterationMetrics(iteration=-1)
     cfg = data.config
 
     def num(v: Any) -> str:
@@ -80,9 +81,9 @@ def _facts(data: RunData) -> str:
         ("iterations finished", str(len(data.metrics))),
         ("environments", f"{len(data.rows)} ({accepted} accepted, {len(data.rows) - accepted} rejected)"),
         ("episodes", str(sum(r["episodes"] for r in data.rows))),
-        ("last agent return", f"{num((last.get('agent_return') or {}).get('no_hint'))} unhinted, "
-                              f"{num((last.get('agent_return') or {}).get('hint'))} hinted"),
-        ("last band share", num(last.get("band_share"))), ("last mean regret", num(last.get("mean_regret"))),
+        ("last agent return", f"{num(last.agent_return.get('no_hint'))} unhinted, "
+                              f"{num(last.agent_return.get('hint'))} hinted"),
+        ("last band share", num(last.band_share)), ("last mean regret", num(last.mean_regret)),
     ]
     return "<dl class='facts'>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items) + "</dl>"
 
@@ -103,14 +104,14 @@ def _skill_table(data: RunData) -> str:
 
 
 def _eval_table(data: RunData) -> str:
-    last = next((m for m in reversed(data.metrics) if (m.get("eval") or {}).get("suites")), None)
+    last = next((m for m in reversed(data.metrics) if (m.eval or {}).get("suites")), None)
     if last is None:
         return ""
     rows = "".join(
         f"<tr><td>{escape(name)}</td><td>{s['score']:.3f}</td><td>[{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]</td>"
         f"<td>{s['items']}</td><td>{s['samples']}</td></tr>"
-        for name, s in last["eval"]["suites"].items())
-    return (f"<p>Latest evaluation, after iteration {last['iteration']}:</p><table class='small'><thead><tr>"
+        for name, s in last.eval["suites"].items())
+    return (f"<p>Latest evaluation, after iteration {last.iteration}:</p><table class='small'><thead><tr>"
             "<th>suite</th><th>score</th><th>95% CI</th><th>items</th><th>samples</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 
@@ -118,7 +119,7 @@ def _eval_table(data: RunData) -> str:
 def _overview(data: RunData) -> str:
     evals = eval_curves(data)
     lo, hi = data.band
-    in_band = [m.get("band_share") for m in data.metrics if m.get("band_share") is not None]
+    in_band = [m.band_share for m in data.metrics if m.band_share is not None]
     share = (f"Over the run, {100 * sum(in_band) / len(in_band):.0f}% of the played environments "
              f"per iteration were in [{lo}, {hi}] on average." if in_band else "")
     return "".join([

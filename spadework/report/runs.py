@@ -37,6 +37,7 @@ from typing import Any
 from spadework.archive import views
 from spadework.archive.records import unpack_floats
 from spadework.evaluate.judge import EvalError
+from spadework.figures import IterationMetrics
 from spadework.metrics import band_share, stats
 from spadework.policy.registry import DEFAULT_MODEL
 from spadework.report.charts import metric
@@ -164,7 +165,7 @@ def run_figures(run_dir: str | Path) -> RunFigures:
     directory or its archive cannot be read (a newer schema, not an archive)."""
     run_dir = Path(run_dir)
     with open_run(run_dir) as archive:
-        metrics = {r.iteration: r.metrics for r in archive.iterations()}
+        metrics = {r.iteration: r.line() for r in archive.iterations()}
         played: dict[int, list[Any]] = defaultdict(list)
         for r in views.plays_with_origin(archive):
             played[r["iteration"]].append(r)
@@ -184,7 +185,7 @@ def run_figures(run_dir: str | Path) -> RunFigures:
     if progress is not None and progress.get("stage") != "store":
         under_way = {"iteration": progress["iteration"], "stage": progress["stage"]}
     before_after, note = _before_after(run_dir)
-    preset = config.get("preset") or next((m.get("preset") for m in metrics.values()), None)
+    preset = config.get("preset") or next((m.preset for m in metrics.values()), None)
     return RunFigures(str(run_dir), preset, _models(config), rows, under_way,
                       _in_run_eval(metrics), before_after, note, notes,
                       replayed([r for rs in played.values() for r in rs]))
@@ -249,7 +250,7 @@ def _models_text(models: Sequence[RoleModel]) -> str:
     return ", ".join(f"{m.role} model {name(m)}" + " (frozen)" * m.frozen for m in models)
 
 
-def _row(i: int, m: Mapping[str, Any], played: Sequence[Any], designs: list[int] | None,
+def _row(i: int, m: IterationMetrics, played: Sequence[Any], designs: list[int] | None,
          hinted: Sequence[float], cut: float | None) -> IterationRow:
     """One iteration from its metrics record, its ``env_plays`` rows, its attempts
     (accepted, rejected), its hinted plays' returns and the share of its unhinted replies cut
@@ -257,8 +258,8 @@ def _row(i: int, m: Mapping[str, Any], played: Sequence[Any], designs: list[int]
     rates = [r["win_rate"] for r in played]
     regrets = [r["regret"] for r in played if r["regret"] is not None]
     plays = sum(r["plays"] for r in played)
-    ran_design = bool(m.get("regenerated")) or designs is not None
-    seconds = [v for v in (m.get("seconds") or {}).values() if isinstance(v, (int, float))]
+    ran_design = bool(m.regenerated) or designs is not None
+    seconds = [v for v in m.seconds.values() if isinstance(v, (int, float))]
     return IterationRow(
         iteration=i,
         valid_designs=(designs or [0, 0])[0] if ran_design else None,
@@ -297,10 +298,10 @@ def _share(rates: Sequence[float], value: float) -> float | None:
     return sum(1 for r in rates if r == value) / len(rates) if rates else None
 
 
-def _in_run_eval(metrics: Mapping[int, Mapping[str, Any]]) -> tuple[EvalScore, ...]:
+def _in_run_eval(metrics: Mapping[int, IterationMetrics]) -> tuple[EvalScore, ...]:
     out = []
     for i, m in sorted(metrics.items()):
-        for suite, s in sorted(((m.get("eval") or {}).get("suites") or {}).items()):
+        for suite, s in sorted(((m.eval or {}).get("suites") or {}).items()):
             if s.get("score") is not None:
                 out.append(EvalScore(i, suite, s["score"], tuple(s.get("ci95") or (s["score"],) * 2),
                                      s.get("items", 0)))

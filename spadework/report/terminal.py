@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from spadework.figures import IterationMetrics
 from spadework.report.charts import metric
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -45,13 +45,13 @@ def _num(v: float | None) -> str:
     return "-" if v is None else f"{v:.3g}"
 
 
-def run_summary(lines: Sequence[Mapping[str, Any]], run_dir: str) -> list[str]:
+def run_summary(lines: Sequence[IterationMetrics], run_dir: str) -> list[str]:
     """The closing lines of ``spadework run``: each curve's sparkline over the iterations with
     its first and last value, the design funnel's totals, a warning when nothing was played (a
     run whose environments all failed to load still ends), and how to see more."""
     if not lines:
         return [f"no iteration finished in {run_dir}"]
-    out = [f"summary of {len(lines)} iteration(s) ({lines[0]['iteration']}..{lines[-1]['iteration']}):"]
+    out = [f"summary of {len(lines)} iteration(s) ({lines[0].iteration}..{lines[-1].iteration}):"]
     width = max(len(label) for label, _ in SUMMARY)
     for label, path in SUMMARY:
         ys = [metric(m, path) for m in lines]
@@ -61,14 +61,14 @@ def run_summary(lines: Sequence[Mapping[str, Any]], run_dir: str) -> list[str]:
         out.append(f"  {label:<{width}}  {sparkline(ys)}  {_num(known[0])} -> {_num(known[-1])}")
     funnel: dict[str, int] = {}
     for m in lines:
-        for k, v in (m.get("validity_funnel") or {}).items():
+        for k, v in m.validity_funnel.items():
             if k != "total" and isinstance(v, int):
                 funnel[k] = funnel.get(k, 0) + v
     if funnel:
         rejected = ", ".join(f"{k} {v}" for k, v in sorted(funnel.items()) if k != "accepted") or "none"
         out.append(f"  designs: {sum(funnel.values())} attempts, {funnel.get('accepted', 0)} accepted; "
                    f"rejected at: {rejected}")
-    if not any(m.get("episodes") for m in lines):
+    if not any(m.episodes for m in lines):
         out.append("  warning: no episode was played in any iteration: every environment of the pool "
                    "failed before play (statuses and rejection stages are in the report)")
     out.append(f"  see it all: spadework report {run_dir}")
