@@ -29,11 +29,9 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from spadework.settings.reward import RewardConfig
-
-Variant = Literal["blend", "regret", "solve_rate", "learning_potential", "variance"]
+from spadework.settings.reward import RewardConfig, Variant  # noqa: F401 (Variant re-exported)
 
 
 def check_finite(x: float, name: str) -> float:

@@ -89,7 +89,8 @@ def _bonus(rets: list[float], c: RewardConfig) -> float:
 
 #: Each designer reward variant as a pure function of (win rate, regret, unhinted returns,
 #: learning-potential tracker, RewardConfig): a new variant is one function and one entry here
-#: (and its name in :data:`spadework.reward.VARIANTS`); its settings are RewardConfig fields.
+#: (and its name in :data:`spadework.settings.reward.Variant`, which validates `[reward] variant`
+#: without importing the designer); its settings are RewardConfig fields.
 VARIANT_REWARDS: dict[str, Callable[[float, float, list[float], LearningPotential | None,
                                      RewardConfig], float]] = {
     "blend": _blend,

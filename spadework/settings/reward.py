@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from spadework.errors import ConfigError
 
-VARIANTS = ("blend", "regret", "solve_rate", "learning_potential", "variance")
+#: The designer's reward variants (each a pure function in ``spadework.designer.credit``'s table).
+Variant = Literal["blend", "regret", "solve_rate", "learning_potential", "variance"]
+VARIANTS: tuple[str, ...] = get_args(Variant)
 
 
 @dataclass(frozen=True)
