@@ -474,7 +474,7 @@ def test_the_play_stages_engine_counters_reach_the_metrics(tmp_path, cfg):
     design stage's calls before it) lands in metrics.jsonl as ``engine``."""
     one = override(cfg, {"iterations": 1, "curriculum": {"designs_per_regen": 0, "pool_size": 2}})
     policy = _CountingPolicy(designing_script)
-    run(one, tmp_path, policy=policy)
+    run(one, tmp_path, Models(policy))
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     engine = [r["engine"] for r in rows if r.get("engine")]
     assert len(engine) == 1 and set(engine[0]) == {"chat_calls", "rows"}
