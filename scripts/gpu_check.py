@@ -8,7 +8,8 @@ fit what a GPU machine can carry, and a speed and correctness check needs none. 
 spadework's own ``HFPolicy``, trained by its ``Learner`` and synced by ``weight_sync_for``:
 
 - ``generation``: batched ``HFPolicy.chat`` of ``conversations`` x ``new_tokens``, sampled at
-  the play temperature; tokens/s after one untimed warm-up.
+  the play temperature; tokens/s of the second of two identical passes (the first, over shapes
+  the GPU has not seen, is reported as ``cold_s``).
 - ``learner``: ``Learner.step`` on those very completions (their sampler logprobs, advantages
   +1/-1), ``learner_steps`` times, each followed by the weight sync's ``push``; the first step's
   ``importance_ratio`` is the sampler-to-learner ratio on policy (1 for an exact sampler).
@@ -205,10 +206,14 @@ def part_generation(policy: Any, sizes: Sizes, args: argparse.Namespace) -> tupl
                                           f"{i % 5 + 2} sentences."}]
              for i in range(sizes.conversations)]
     params = SamplingParams(temperature=0.7, max_tokens=sizes.new_tokens, seed=args.seed)
+    # the first pass is timed too (``cold``): on a GPU each new key length is a new attention
+    # shape (an H200's profile showed cuDNN's attention), and a first pass over a batch's
+    # lengths took about 118 ms a step against 22 ms for a warm one there; the warm pass is the
+    # figure a long run sees, where lengths repeat
     start = time.perf_counter()
-    policy.chat(convs[:2], dataclasses.replace(params, max_tokens=4))  # kernels, caches
+    cold = policy.chat(convs, params)
     _sync(args.device)
-    warmup = time.perf_counter() - start
+    cold_s = time.perf_counter() - start
     start = time.perf_counter()
     done = policy.chat(convs, params)
     _sync(args.device)
@@ -217,7 +222,8 @@ def part_generation(policy: Any, sizes: Sizes, args: argparse.Namespace) -> tupl
     return {"conversations": len(convs), "max_new_tokens": sizes.new_tokens,
             "temperature": params.temperature, "tokens": tokens,
             "prompt_tokens": sum(len(c.prompt_ids) for c in done), "seconds": round(seconds, 3),
-            "tokens_per_s": round(tokens / seconds, 1), "warmup_s": round(warmup, 3)}, done
+            "tokens_per_s": round(tokens / seconds, 1),
+            "cold_s": round(cold_s, 3), "cold_tokens": sum(len(c.output_ids) for c in cold)}, done
 
 
 def part_learner(policy: Any, done: list, sizes: Sizes, clock: Clock,
