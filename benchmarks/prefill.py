@@ -1,0 +1,74 @@
+"""Prefill speed of the llama.cpp engine by prompt length and by rows, as JSON.
+
+A loop stage's generation is mostly prompt tokens (a design prompt is about 2,700 tokens, a
+play turn restates the game), so the engine's prefill rate at the stage's prompt lengths is
+what its in-loop speed should be compared with. Each cell prefills prompts that share no prefix
+(each row's own number first) and samples one token, nothing cached (the engine's cache is
+released between cells); ``tokens_per_s`` divides the tokens the engine computed (its
+``prefilled_tokens`` counter) by the wall time. ``ratio_vs_shortest`` divides each one-row
+cell's rate by the shortest prompt's, measured in the same run.
+
+Measured 2026-12-04 with this script's defaults (the 0.5B, bf16, two threads, ``--rows 1,4,16``):
+312, 346, 272 and 195 tokens/s at 142, 778, 1,884 and 3,779 tokens; 316, 302 and 302 at 1, 4 and
+16 rows. The 1.5B's Q4_1 file (``--model qwen2.5-coder-1.5b-instruct --weights gguf``, measured
+the same day with the same kind of prompts before this script kept them): 90, 90, 84 and 66
+tokens/s at 145, 823, 1,999 and 4,004 tokens, 81-94 at 1, 4, 16 and 40 rows (docs/engine.md,
+"The loop at the engine's speed").
+
+Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/prefill.py
+       [--model qwen2.5-coder-0.5b-instruct] [--weights bf16] [--threads 2]
+       [--lengths 8,50,120,230] [--rows 1,4,16,40]
+(``--lengths`` are facts per prompt, about 17 tokens each; ``--rows`` use about 180 tokens each.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+
+def _prompt(row: int, facts: int) -> list[dict[str, str]]:
+    body = " ".join(f"Fact {i + row}: river {i * (row + 1)} flows into lake {i * 7 % 13}."
+                    for i in range(facts))
+    return [{"role": "user", "content": f"Puzzle {row * 7919}. {body}\nSay yes."}]
+
+
+def _cell(policy, convs) -> dict:
+    from spadework.policy.base import SamplingParams
+
+    before = policy.prefilled_tokens
+    start = time.perf_counter()
+    policy.chat(convs, SamplingParams(temperature=0.7, max_tokens=1, seed=1))
+    seconds = time.perf_counter() - start
+    computed = policy.prefilled_tokens - before
+    policy.release()
+    return {"rows": len(convs), "prompt_tokens": sum(len(policy.prompt_ids(c)) for c in convs),
+            "computed_tokens": computed, "seconds": round(seconds, 2),
+            "tokens_per_s": round(computed / seconds, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b-instruct")
+    ap.add_argument("--weights", default="bf16", help="bf16, f16, q8_0 or gguf (the file itself)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--lengths", default="8,50,120,230")
+    ap.add_argument("--rows", default="1,4,16,40")
+    args = ap.parse_args()
+    from spadework.policy.llamacpp_load import load_llamacpp_policy
+
+    rows = [int(x) for x in args.rows.split(",") if x]
+    policy = load_llamacpp_policy(args.model, max_batch_size=max(rows + [1]), threads=args.threads,
+                                  weights=args.weights)
+    by_length = [_cell(policy, [_prompt(0, int(f))]) for f in args.lengths.split(",") if f]
+    for cell in by_length:
+        cell["ratio_vs_shortest"] = round(cell["tokens_per_s"] / by_length[0]["tokens_per_s"], 3)
+    by_rows = [_cell(policy, [_prompt(r, 10) for r in range(n)]) for n in rows]
+    print(json.dumps({"benchmark": "prefill", "model": args.model, "weights": args.weights,
+                      "threads": args.threads, "by_length": by_length, "by_rows": by_rows},
+                     indent=1))
+
+
+if __name__ == "__main__":
+    main()
