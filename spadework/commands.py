@@ -90,7 +90,7 @@ def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = Non
                                        max_batch_size=cfg.policy_batch, threads=cfg.threads,
                                        weights=cfg.engine_weights(role))
 
-    def trained(policy: Policy) -> tuple[Learner | None, Any]:
+    def trained(policy: Policy) -> tuple[Learner, Any]:
         learner = Learner(policy_load.learner_policy(policy), cfg.learner)
         return learner, weight_sync_for(policy, learner)
 

@@ -201,7 +201,7 @@ class IterationFigures:
         return {name: getattr(getattr(self, name), "seconds", None) for name in STAGES[:-1]}
 
     def to_dict(self) -> dict[str, Any]:
-        """Stage name -> stored figures, for the stages run (the ``progress`` state's ``figures``)."""
+        """Stage name -> stored figures, for the stages run (the progress state's ``figures``)."""
         return {n: getattr(self, n).to_dict() for n in STAGES if getattr(self, n) is not None}
 
     @classmethod
@@ -262,10 +262,11 @@ class IterationMetrics:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> IterationMetrics:
         """A stored line (``iteration`` plus the values); keys the record does not name go to
-        ``extra``, and keys an older line lacks take their defaults."""
-        names = {f.name for f in fields(cls)} - {"extra"}
-        return cls(**{k: v for k, v in d.items() if k in names},
-                   extra={k: v for k, v in d.items() if k not in names})
+        ``extra``, and keys an older line lacks, or holds as null where the record keeps a
+        mapping (``seconds``, ``validity_funnel``, ...), take their defaults."""
+        mappings = {f.name for f in fields(cls) if f.default_factory is dict}
+        kept = {k: v for k, v in d.items() if k in cls.FIELDS and not (v is None and k in mappings)}
+        return cls(**kept, extra={k: v for k, v in d.items() if k not in cls.FIELDS})
 
 
 IterationMetrics.FIELDS = frozenset(f.name for f in fields(IterationMetrics)) - {"extra"}

@@ -451,8 +451,8 @@ def run(cfg: RunConfig, run_dir: str | Path, models: Models, *, resume: bool = F
     trains = cfg.roles_trained_on_policy(shared=models.designer is None)
     if trains and models.learner is None:
         raise ConfigError(f"cfg.train trains the {' and '.join(sorted(trains))} role on this model "
-                          "and needs a learner: pass spadework.train.Learner(policy, cfg.learner), "
-                          "or set train = false")
+                          "and needs a learner: give Models(policy, learner=spadework.train.Learner("
+                          "policy, cfg.learner)), or set train = false")
     if (models.designer is not None and "designer" in cfg.trained_roles
             and models.designer_learner is None):
         raise ConfigError("the separate designer model trains and needs designer_learner= (or "

@@ -1,9 +1,10 @@
 """The records the loop's stages pass each other, and the protocols of the live parts it drives.
 
 ``Models`` holds the roles' loaded policies, learners and syncs, and ``RunContext`` the run's
-live parts (archive, sandbox, those models); a stage returns a ``StageResult`` (figures, the ``Plan`` after it, its archive writes);
-an iteration ends as one ``IterationMetrics`` line (both in :mod:`spadework.figures`). Kept apart from ``loop.py`` so that the loop reads as the
-stages and their order only.
+live parts (archive, sandbox, those models); a stage returns a ``StageResult`` (figures, the
+``Plan`` after it, its archive writes); an iteration ends as one ``IterationMetrics`` line (the
+figures' records are in :mod:`spadework.figures`). Kept apart from ``loop.py`` so that the loop
+reads as the stages and their order only.
 """
 
 from __future__ import annotations

@@ -64,3 +64,5 @@ def test_a_metrics_line_keeps_its_keys_and_what_it_does_not_name():
     assert back.band_share == 0.5 and back.iteration == 3 and back.to_dict() == stored
     old = IterationMetrics.from_dict({"iteration": 0, "band_share": None})  # an older, shorter line
     assert old.learnable_share is None and old.seconds == {}
+    nulls = IterationMetrics.from_dict({"iteration": 1, "validity_funnel": None, "seconds": None})
+    assert nulls.validity_funnel == {} and nulls.seconds == {} and nulls.extra == {}

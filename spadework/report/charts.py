@@ -1,8 +1,9 @@
 """The report's plots, each drawn from named fields of the run's metrics or archive.
 
 A curve's series are dotted paths into a ``metrics.jsonl`` line (``agent_return.no_hint``,
-``train.importance_ratio.agent.mean``: a field of the line's record, then keys); the path travels with the plot (``data-metric``), so
-what a plot shows can be checked against the line it was read from. Win rates come from the
+``train.importance_ratio.agent.mean``: a field of the line's record, then keys); the path
+travels with the plot (``data-metric``), so what a plot shows can be checked against the line
+it was read from. Win rates come from the
 archive's per-iteration play statistics (exact rates, not the 10-bin histogram), the funnel from
 the designer attempts.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spadework.figures import IterationMetrics
+from spadework.figures import STAGES, IterationMetrics
 from spadework.report.collect import RunData
 from spadework.report.svg import PALETTE, line_chart, stacked_bars, strip_chart
 
@@ -39,7 +40,6 @@ CURVES: tuple[tuple[str, str, dict[str, str]], ...] = (
      {"played": "pool.size", "fresh": "pool.fresh"}),
 )
 
-STAGE_ORDER = ("design", "pool", "hints", "play", "reward", "train", "eval")
 
 
 def metric(line: IterationMetrics | Mapping[str, Any], path: str) -> float | None:
@@ -73,7 +73,7 @@ def curves(data: RunData) -> list[str]:
     """The per-iteration curves: returns, regret, designer reward, losses, importance ratios,
     format share, learner figures, tokens, pool, and wall time per stage."""
     out = [_curve(data, key, title, paths) for key, title, paths in CURVES]
-    stages = [s for s in STAGE_ORDER if any(metric(m, f"seconds.{s}") for m in data.metrics)]
+    stages = [s for s in STAGES[:-1] if any(metric(m, f"seconds.{s}") for m in data.metrics)]
     out.append(_curve(data, "seconds", "wall time per stage (s)", {s: f"seconds.{s}" for s in stages}))
     return out
 
