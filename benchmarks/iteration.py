@@ -21,6 +21,9 @@ at full batch, and ``share_of_engine_work_rate`` divides the time the engine wou
 stage's work at its own rates (prompt tokens computed at its prefill rate, tokens sampled at
 its decode rate) by the time the stage's generation took.
 ``--set NAME=VALUE`` overrides the preset (``threads=2``, ``learner.head_chunk=0``).
+``--save-batch FILE`` writes the samples each learner step was given (JSON lines, one sample a
+line), which ``benchmarks/learner.py --batch FILE`` replays: the learner's settings compared on
+the iteration's own work.
 
 The mechanism preset (a 1.5B designer, a 0.5B agent trained with LoRA)::
 
@@ -138,7 +141,23 @@ def engine_figures(counts) -> dict:
     return out
 
 
-def one_iteration(cfg, backend: str, train: bool) -> dict:
+def save_batches(models, path: str) -> None:
+    """Write the samples of every learner step of ``models`` to ``path`` as JSON lines."""
+    from spadework.train.batch import sample_to_dict
+
+    for learner in {id(x): x for x in (models.learner, models.designer_learner) if x is not None}.values():
+        step = learner.step
+
+        def saving(samples, progress=None, _step=step):
+            with open(path, "a") as f:
+                for s in samples:
+                    f.write(json.dumps(sample_to_dict(s)) + "\n")
+            return _step(samples, progress=progress)
+
+        learner.step = saving
+
+
+def one_iteration(cfg, backend: str, train: bool, save_batch: str | None = None) -> dict:
     """Iteration 0 of ``cfg`` with ``backend`` in a fresh run directory: stage walls and shares."""
     import dataclasses
 
@@ -152,6 +171,8 @@ def one_iteration(cfg, backend: str, train: bool) -> dict:
         models, policy=TimedPolicy(models.policy, clock),
         designer=None if models.designer is None else TimedPolicy(models.designer, clock))
     load_s = time.monotonic() - t_load
+    if save_batch:
+        save_batches(models, save_batch)
     marks: list[tuple[str, float]] = []
 
     class Marks:  # a spadework.progress.Progress that notes when each stage starts
@@ -235,6 +256,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--engine-peak", action="store_true",
                     help="also measure each llama.cpp model's own throughput at the same batch")
+    ap.add_argument("--save-batch", metavar="FILE",
+                    help="write the samples of each learner step here (JSON lines)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override a preset setting (dotted for sections), e.g. threads=2")
     args = ap.parse_args()
@@ -260,7 +283,7 @@ def main() -> None:
             weights = cfg.engine_weights(role)
             peaks.setdefault(role, {"model": model, "weights": weights,
                                     **engine_peak(model, cfg.policy_batch, threads, weights)})
-    runs = [one_iteration(cfg, b, not args.no_train) for b in args.backend.split(",")]
+    runs = [one_iteration(cfg, b, not args.no_train, args.save_batch) for b in args.backend.split(",")]
     base = runs[0]
     for r in runs[1:]:
         r["iteration_speedup_vs_" + base["backend"]] = round(base["iteration_s"] / r["iteration_s"], 3)

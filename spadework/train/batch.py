@@ -132,6 +132,28 @@ class Assembly:
     episodes: int = 0
 
 
+def sample_to_dict(sample: Sample) -> dict:
+    """``sample`` as JSON-ready data (``key`` as a list), read back by :func:`sample_from_dict`:
+    how a benchmark keeps a learner step's batch to replay it.
+
+    >>> s = Sample("agent", (1, 2), (3, 4), (-0.5,), 1.0, Sampling(0.7), ("e", 0), (True, False))
+    >>> sample_from_dict(sample_to_dict(s)) == s
+    True
+    """
+    return {"role": sample.role, "prompt_ids": list(sample.prompt_ids),
+            "output_ids": list(sample.output_ids), "logprobs": list(sample.logprobs),
+            "advantage": sample.advantage,
+            "sampling": [sample.sampling.temperature, sample.sampling.top_p, sample.sampling.top_k],
+            "key": list(sample.key), "trained": list(sample.trained)}
+
+
+def sample_from_dict(data: dict) -> Sample:
+    """The :class:`Sample` :func:`sample_to_dict` wrote."""
+    return Sample(data["role"], tuple(data["prompt_ids"]), tuple(data["output_ids"]),
+                  tuple(data["logprobs"]), float(data["advantage"]), Sampling(*data["sampling"]),
+                  tuple(data.get("key", ())), tuple(data.get("trained", ())))
+
+
 def trainable_reason(prompt_ids: Sequence[int], output_ids: Sequence[int],
                logprobs: Sequence[float], sampling: Sampling | None) -> str:
     """'' when a sampled completion can be trained on, else the reason it cannot."""
