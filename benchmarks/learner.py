@@ -39,6 +39,15 @@ learner's shape (packed episodes of about 1,700 tokens, 2 per pass, recomputatio
         --samples 4 --prompt 1200 --output 500 --micro 2 --micro-tokens 4096 --checkpointing \
         --threads 2 --repeats 1
 
+``--batch FILE`` replays instead the samples an iteration's learner step was given (written by
+``benchmarks/iteration.py --save-batch FILE``), and ``--preset NAME`` starts from that preset's
+``[learner]`` settings, so that a setting is measured on the main job's own work; each setting's
+row then also has the tokens run (prompts included) per second and the first step's loss and
+gradient norm, which a change that should not change the maths must leave equal::
+
+    .venv/bin/python benchmarks/learner.py --model qwen2.5-coder-0.5b-instruct --preset cpu-qwen \
+        --batch /tmp/batch.jsonl --threads 2 --repeats 1 --settings ";gradient_checkpointing=false"
+
 Usage: .venv/bin/python benchmarks/learner.py [--samples 16 --prompt 256 --output 128 --micro 4
        --repeats 2] [--with-checkpointing]
 """
@@ -67,15 +76,32 @@ def _batch(args: argparse.Namespace, vocab: int) -> list[tuple[list[int], list[i
 
 
 def _ours(policy, batch, args, device: str, checkpointing: bool = False):
+    import dataclasses
+
     from spadework.train import Learner, Sample, TrainConfig
     from spadework.types import Sampling
 
     settings = {"micro_batch_size": args.micro, "micro_batch_tokens": args.micro_tokens,
                 "gradient_checkpointing": checkpointing or args.checkpointing, "threads": args.threads}
+    if args.preset:
+        from spadework.config import preset
+
+        settings = {**dataclasses.asdict(preset(args.preset).learner), "threads": args.threads}
     learner = Learner(policy, TrainConfig(**{**settings, **_overrides(args.setting)}))
-    samples = [Sample("agent", tuple(p), tuple(o), tuple([-1.0] * len(o)), a, Sampling(1.0))
-               for p, o, a in batch]
+    if args.batch:
+        samples = _saved(args.batch)
+    else:
+        samples = [Sample("agent", tuple(p), tuple(o), tuple([-1.0] * len(o)), a, Sampling(1.0))
+                   for p, o, a in batch]
     return lambda: learner.step(samples)
+
+
+def _saved(path: str) -> list:
+    """The samples ``benchmarks/iteration.py --save-batch`` wrote to ``path``."""
+    from spadework.train.batch import sample_from_dict
+
+    with open(path) as f:
+        return [sample_from_dict(json.loads(line)) for line in f if line.strip()]
 
 
 def _trl(policy, batch, args, device: str):
@@ -142,10 +168,14 @@ def worker(side: str, device: str, args: argparse.Namespace) -> dict:
     else:
         step = _ours(policy, batch, args, device, checkpointing=side == "spadework_ckpt")
     trainable = {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
-    step()  # warm-up
+    first = step()  # warm-up
     moved = any(bool((p.detach() != trainable[n]).any())
                 for n, p in policy.model.named_parameters() if n in trainable)
     best_wall, best_cpu = float("inf"), float("inf")
+    if args.batch:  # a saved batch: its trained tokens, and what the first step computed
+        tokens = sum(s.n_tokens for s in _saved(args.batch))
+    else:
+        tokens = args.samples * args.output
     for _ in range(args.repeats):
         if device != "cpu":
             torch.cuda.synchronize()
@@ -155,12 +185,15 @@ def worker(side: str, device: str, args: argparse.Namespace) -> dict:
             torch.cuda.synchronize()
         best_wall = min(best_wall, time.perf_counter() - wall)
         best_cpu = min(best_cpu, time.process_time() - cpu)
-    tokens = args.samples * args.output
     peak = peak_rss_mib()
     out = {"step_s": round(best_wall, 3), "tokens_per_s": round(tokens / best_wall, 1),
            "tokens_per_cpu_s": round(tokens / best_cpu, 1), "peak_rss_mib": round(peak, 1),
            "train_rss_mib": round(peak - loaded, 1), "lora_params": len(trainable),
            "weights_moved": moved}
+    if isinstance(first, dict) and "tokens_run" in first:  # ours: the first step's own figures
+        out.update(tokens_run=first["tokens_run"], run_tokens_per_s=round(first["tokens_run"] / best_wall, 1),
+                   loss=first["loss"], grad_norm=first["grad_norm"],
+                   importance_ratio=(first.get("importance_ratio") or {}).get("all"))
     if device != "cpu":
         out["peak_cuda_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
     return out
@@ -174,6 +207,8 @@ def _run(side: str, device: str, args: argparse.Namespace) -> dict:
     cmd += ["--model", args.model] if args.model else []
     cmd += ["--checkpointing"] if args.checkpointing else []
     cmd += ["--setting", args.setting] if args.setting else []
+    cmd += ["--batch", args.batch] if args.batch else []
+    cmd += ["--preset", args.preset] if args.preset else []
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1:] or ["exit %d" % done.returncode]}
@@ -240,7 +275,13 @@ def main() -> None:
     ap.add_argument("--settings", default=None,
                     help="';'-separated TrainConfig overrides (name=value,...): time only our "
                          "step, one process each, the first the baseline")
+    ap.add_argument("--batch", default=None, metavar="FILE",
+                    help="replay the samples benchmarks/iteration.py --save-batch wrote (with --settings)")
+    ap.add_argument("--preset", default=None,
+                    help="start from this preset's [learner] settings (with --settings)")
     args = ap.parse_args()
+    if (args.batch or args.preset) and args.settings is None:
+        ap.error("--batch and --preset go with --settings (they time our step only)")
     if args.samples % args.micro:
         ap.error("--samples must be a multiple of --micro")
     if args.worker:
@@ -249,6 +290,10 @@ def main() -> None:
     batch = {"samples": args.samples, "prompt_tokens": args.prompt, "output_tokens": args.output,
              "micro_batch": args.micro, "micro_batch_tokens": args.micro_tokens,
              "checkpointing": args.checkpointing, "lora_r": 16}
+    if args.batch:
+        saved = _saved(args.batch)
+        batch = {"file": args.batch, "samples": len(saved), "trained_tokens": sum(s.n_tokens for s in saved),
+                 "preset": args.preset}
     if args.settings is not None:
         print(json.dumps(_settings(args, batch), indent=1))
         return

@@ -47,6 +47,11 @@ class TrainConfig:
     logits are never held for a whole micro-batch (Qwen2.5's 151,936 columns in fp32 are 0.6 MB a
     position, and the one-pass softmax, its gradient and the entropy held about six such copies);
     0 runs them in one pass. The maths is the same either way (:func:`spadework.train.forward.selected_logprobs`).
+    ``segment_attention``: a model on transformers' ``sdpa`` attention runs each row's attention
+    segment by segment (a shared prefix causally, each sample over the prefix and itself:
+    :mod:`spadework.train.attention`) instead of through a mask over the whole row, which makes
+    the kernel score every token against every other; the maths is the same. False passes the
+    masks (as any other attention implementation gets them).
     ``mmap_threshold``: from the learner's construction on, the process's ``malloc`` serves
     blocks of at least this many bytes by ``mmap``, so that a step's freed activations leave
     memory instead of staying resident in a fragmented heap (:mod:`spadework.train.heap`: a
@@ -83,6 +88,7 @@ class TrainConfig:
     seed: int = 0
     pack_turns: bool = True
     head_chunk: int = 512
+    segment_attention: bool = True
     compute_dtype: str = "float32"
     mmap_threshold: int = 1 << 20
 

@@ -143,6 +143,26 @@ def pack(micro: Sequence[Row], pad_id: int, dev: Any) -> tuple[Any, Any, Any, An
     return ids.to(dev), mask[:, None].to(dev), select.to(dev), targets.to(dev), pos.to(dev)
 
 
+def layouts(micro: Sequence[Row]) -> tuple[tuple[int, tuple[tuple[int, int], ...]], ...]:
+    """Each row's layout as :func:`pack` lays it out, for
+    :func:`spadework.train.attention.segment_attention`: the shared prefix's length and each
+    sample's ``(start, length)`` in the row (its tokens after the prefix).
+
+    >>> from spadework.types import Sampling
+    >>> s = lambda *p: Sample("agent", p, (9,), (-0.1,), 1.0, Sampling(1.0))
+    >>> layouts([Row((s(1, 2, 3, 4), s(1, 2, 3, 5, 6)), shared=3), Row((s(7, 8),))])
+    ((3, ((3, 2), (5, 3))), (0, ((0, 3),)))
+    """
+    out = []
+    for row in micro:
+        at, spans = row.shared, []
+        for s in row.samples:
+            spans.append((at, s.length - row.shared))
+            at += s.length - row.shared
+        out.append((row.shared, tuple(spans)))
+    return tuple(out)
+
+
 def resolve_compute(setting: str, device: str) -> str:
     """``float32`` or ``bfloat16`` for ``TrainConfig.compute_dtype`` on ``device``."""
     if setting != "auto":
@@ -155,7 +175,7 @@ def resolve_compute(setting: str, device: str) -> str:
 
 def selected_logprobs(model: Any, ids: Any, attn: Any, select: Any, targets: Any, temps: Any,
                       chunk: int = 0, entropy: bool = False, compute: str = "float32",
-                      positions: Any = None) -> tuple[Any, Any]:
+                      positions: Any = None, segments: Any = None) -> tuple[Any, Any]:
     """Logprobs ``[n]`` of ``targets`` at the ``select`` positions (row-major order), each under
     ``softmax(logits / T)`` with ``temps`` one T per position, and with ``entropy`` each
     position's entropy of that distribution (nats, no gradient; else None).
@@ -169,14 +189,19 @@ def selected_logprobs(model: Any, ids: Any, attn: Any, select: Any, targets: Any
     are only chunked in the softmax. ``compute`` ``"bfloat16"`` runs the decoder's matmuls under
     ``torch.autocast`` in bfloat16; the head and the softmax stay in fp32. ``attn`` and
     ``positions`` are :func:`pack`'s: a ``[b, 1, L, L]`` mask of rows that share a prefix goes to
-    the model as it is (as an additive mask for eager attention).
+    the model as it is (as an additive mask for eager attention). ``segments`` (:func:`layouts`
+    of the rows) go to a model on :mod:`spadework.train.attention`'s implementation instead of
+    the mask: each segment attends to what it may see, nothing else is computed.
     """
     import torch
     from torch.utils.checkpoint import checkpoint
 
     cfg = getattr(model, "config", None)
     post = getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None)
-    if attn.dim() == 4 and getattr(cfg, "_attn_implementation", "eager") == "eager":
+    extra = {} if segments is None else {"segments": segments}
+    if segments is not None:
+        attn = None  # the layout says it all; the masks' interface makes none (or a causal one) unread
+    elif attn.dim() == 4 and getattr(cfg, "_attn_implementation", "eager") == "eager":
         attn = torch.zeros(attn.shape, dtype=torch.float32, device=attn.device).masked_fill(
             ~attn, torch.finfo(torch.float32).min)
     head = None
@@ -184,10 +209,11 @@ def selected_logprobs(model: Any, ids: Any, attn: Any, select: Any, targets: Any
     with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=compute == "bfloat16"):
         if split:
             states = model.get_decoder()(input_ids=ids, attention_mask=attn, position_ids=positions,
-                                         use_cache=False).last_hidden_state
+                                         use_cache=False, **extra).last_hidden_state
             head = model.get_output_embeddings()
         else:
-            states = model(input_ids=ids, attention_mask=attn, position_ids=positions, use_cache=False).logits
+            states = model(input_ids=ids, attention_mask=attn, position_ids=positions, use_cache=False,
+                           **extra).logits
     rows = states[select]
     n = rows.shape[0]
     size = chunk if chunk > 0 else max(n, 1)

@@ -45,10 +45,12 @@ from typing import Any
 
 from spadework.errors import ConfigError
 from spadework.settings.learner import TrainConfig
+from spadework.train.attention import use_segments
 from spadework.train.batch import ROLES, Sample
 from spadework.train.checkpoint import load_learner, save_learner
 from spadework.train.forward import (
     Row,
+    layouts,
     micro_batches,
     pack,
     resolve_compute,
@@ -101,6 +103,9 @@ class Learner:
                                   "lora = true, or fsdp = false")
             self._root = fully_shard_model(policy.model, self.dp, selected_logprobs)
         self._ref = _frozen_copy(policy.model) if (self.cfg.kl_coef and not self.cfg.lora) else None
+        # attention by the rows' layout instead of an L x L mask (spadework.train.attention)
+        self._segments = self.cfg.segment_attention and use_segments(policy.model)
+        self._ref_segments = self._ref is not None and self.cfg.segment_attention and use_segments(self._ref)
         self.params = [p for p in policy.model.parameters() if p.requires_grad]
         if not self.params:
             raise ConfigError("no trainable parameters; check target_modules against the model")
@@ -236,17 +241,19 @@ class Learner:
         cfg = self.cfg
         dev = next(self.model.parameters()).device
         ids, attn, select, targets, positions = pack(rows, self.policy.pad_token_id, dev)
+        segments = layouts(rows) if self._segments else None
         micro = samples_of(rows)
         temps = torch.tensor([s.sampling.scoring_temperature for s in micro for _ in range(s.n_tokens)],
                              device=dev)
         logp, entropy = self._logprobs(self.model, ids, attn, select, targets, temps, entropy=True,
-                                       positions=positions)
+                                       positions=positions, segments=segments)
         logp_sampling = torch.tensor([lp for s in micro for lp in s.logprobs], device=dev)
         adv = torch.tensor([s.advantage for s in micro for _ in range(s.n_tokens)], device=dev)
         weights = torch.tensor(token_weights(
             [s.n_tokens for s in micro], cfg.aggregation,
             total_tokens=total_tokens, total_samples=total_samples), device=dev)
-        logp_ref = self._ref_logprobs(ids, attn, select, targets, temps, positions) if cfg.kl_coef else None
+        logp_ref = (self._ref_logprobs(ids, attn, select, targets, temps, positions, segments)
+                    if cfg.kl_coef else None)
         loss, terms = grpo_token_loss(
             logp, logp.detach(), logp_sampling, adv, weights, clip_low=cfg.clip_low,
             clip_high=cfg.clip_high, tis_cap=cfg.tis_cap, logp_ref=logp_ref, kl_coef=cfg.kl_coef,
@@ -265,14 +272,14 @@ class Learner:
                              "roles": roles}
 
     def _logprobs(self, model: Any, ids: Any, attn: Any, select: Any, targets: Any, temps: Any,
-                  entropy: bool = False, positions: Any = None) -> tuple[Any, Any]:
+                  entropy: bool = False, positions: Any = None, segments: Any = None) -> tuple[Any, Any]:
         """:func:`selected_logprobs` of ``model`` (the trained one), through the FSDP root when
         sharded, so that its hooks gather the weights for the pass and reduce its gradients."""
         if self._root is not None and model is self.model:
             return self._root(ids, attn, select, targets, temps, self.cfg.head_chunk, entropy,
-                              self._compute, positions)
+                              self._compute, positions, segments)
         return selected_logprobs(model, ids, attn, select, targets, temps, self.cfg.head_chunk, entropy,
-                                 self._compute, positions)
+                                 self._compute, positions, segments)
 
     def score(self, prompt_ids: Sequence[int], output_ids: Sequence[int], temperature: float = 1.0) -> list[float]:
         """Teacher-forced logprobs of ``output_ids`` after ``prompt_ids`` under the current
@@ -288,15 +295,17 @@ class Learner:
             return [float(x) for x in self._logprobs(self.model, ids, attn, select, targets, temps)[0]]
 
     def _ref_logprobs(self, ids: Any, attn: Any, select: Any, targets: Any, temps: Any,
-                      positions: Any = None) -> Any:
+                      positions: Any = None, segments: Any = None) -> Any:
         import torch
 
         with torch.no_grad():
             if self._ref is not None:
                 return selected_logprobs(self._ref, ids, attn, select, targets, temps, self.cfg.head_chunk,
-                                         compute=self._compute, positions=positions)[0]
+                                         compute=self._compute, positions=positions,
+                                         segments=segments if self._ref_segments else None)[0]
             with self.model.disable_adapter():
-                return self._logprobs(self.model, ids, attn, select, targets, temps, positions=positions)[0]
+                return self._logprobs(self.model, ids, attn, select, targets, temps, positions=positions,
+                                      segments=segments)[0]
 
     def save(self, directory: str | Path) -> Path:
         """Write a checkpoint (see :mod:`spadework.train.checkpoint`); returns the folder."""

@@ -468,3 +468,72 @@ def test_a_shared_row_scores_each_sample_as_it_was_sampled(attention):
             logp, _ = selected_logprobs(policy.model, ids, attn, select, targets, temps, positions=positions)
             want = torch.tensor([lp for s in samples_of(m) for lp in s.logprobs])
             assert float((logp - want).abs().max()) < 1e-5
+
+
+@pytest.mark.parametrize("ckpt", [False, True])
+def test_attention_by_segments_gives_the_update_of_the_masks(ckpt):
+    """Rows attended segment by segment (spadework.train.attention) give the update, loss,
+    entropy and ratios of the same rows through L x L masks, recomputed layers included, with
+    and without shared prefixes, and the model still generates as on sdpa."""
+    from spadework.train.attention import NAME
+
+    results = []
+    for segments in (False, True):
+        policy = make_tiny_policy()
+        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=3, micro_batch_tokens=120,
+                                              share_prefix=4, gradient_checkpointing=ckpt,
+                                              kl_coef=0.05, segment_attention=segments))
+        assert policy.model.config._attn_implementation == (NAME if segments else "sdpa")
+        batch = shared_prefix_batch(policy)
+        before = lora_state(learner)
+        stats = learner.step(batch)
+        after = lora_state(learner)
+        results.append(({k: after[k] - before[k] for k in after}, stats, policy))
+    (d0, s0, p0), (d1, s1, p1) = results
+    assert max_diff(d0, d1) < 1e-5 and max(float(d.abs().max()) for d in d0.values()) > 0
+    for key in ("loss", "pg_loss", "kl", "entropy", "grad_norm", "tokens", "tokens_run"):
+        assert s1[key] == pytest.approx(s0[key], abs=1e-5), key
+    assert s1["importance_ratio"]["all"]["max"] == pytest.approx(s0["importance_ratio"]["all"]["max"], abs=1e-5)
+    # without a layout the implementation is sdpa's: the same logits with padding as p0's
+    import torch
+
+    ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    p0.model.load_state_dict(p1.model.state_dict())
+    with torch.no_grad():
+        a = p0.model(input_ids=ids, attention_mask=mask).logits
+        b = p1.model(input_ids=ids, attention_mask=mask).logits
+    assert float((a - b)[mask.bool()].abs().max()) < 1e-6
+
+
+def test_segment_layouts_score_each_sample_as_it_was_sampled():
+    """Each trained token of a row attended by segments (a shared prefix, samples, padding)
+    gets the logprob the sampler gave it alone."""
+    import torch
+
+    from spadework.train.attention import use_segments
+    from spadework.train.forward import layouts, micro_batches, pack, samples_of, selected_logprobs
+
+    policy = make_tiny_policy()
+    batch = shared_prefix_batch(policy)
+    assert use_segments(policy.model)
+    micros = micro_batches(batch, 3, 120, 4)
+    assert any(len(r.samples) > 2 for m in micros for r in m) and any(len(m) > 1 for m in micros)
+    with torch.no_grad():
+        for m in micros:
+            ids, attn, select, targets, positions = pack(m, 0, "cpu")
+            temps = torch.tensor([s.sampling.scoring_temperature for s in samples_of(m) for _ in range(s.n_tokens)])
+            logp, _ = selected_logprobs(policy.model, ids, attn, select, targets, temps, positions=positions,
+                                        segments=layouts(m))
+            want = torch.tensor([lp for s in samples_of(m) for lp in s.logprobs])
+            assert float((logp - want).abs().max()) < 1e-5
+
+
+def test_a_model_on_another_attention_keeps_its_masks():
+    from spadework.train.attention import use_segments
+
+    policy = make_tiny_policy()
+    policy.model.set_attn_implementation("eager")
+    learner = Learner(policy, TrainConfig(segment_attention=True))
+    assert not learner._segments and policy.model.config._attn_implementation == "eager"
+    assert not use_segments(policy.model)
