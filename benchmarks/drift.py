@@ -10,9 +10,16 @@ in ``--dtypes``, and prints one JSON object: per (weights, dtype) the mean, p99 
 ``|lp_learner - lp_sampler|`` and the mean, min and max of the ratio, and the learner's seconds
 to score them (fp32 first: the baseline).
 
+``--batch FILE`` measures instead on the samples an iteration's learner step was given
+(``benchmarks/iteration.py --save-batch FILE``): their sampler logprobs (the agent engine's, in
+the run) against the learner's for the same tokens under each ``--dtypes`` entry
+(``Learner.logprobs``: the step's packing, attention and head, no gradient), so the long
+multi-turn contexts of the main job are what is measured, not short replies.
+
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/drift.py
        [--model qwen2.5-coder-0.5b-instruct] [--weights bf16,f16] [--dtypes float32,bfloat16]
        [--prompts 8] [--n 4] [--max-tokens 48]
+       OMP_NUM_THREADS=1 .venv/bin/python benchmarks/drift.py --batch FILE [--dtypes float32,bfloat16]
 """
 
 from __future__ import annotations
@@ -42,6 +49,30 @@ def figures(gaps: list[float], ratios: list[float]) -> dict:
             "ratio_max": round(max(ratios), 5)}
 
 
+def batch_drift(args: argparse.Namespace) -> dict:
+    """Per compute dtype: the gap between a saved batch's sampler logprobs and the learner's."""
+    import torch
+
+    from spadework.policy.hf import load_hf_policy
+    from spadework.train import Learner, TrainConfig
+    from spadework.train.batch import sample_from_dict
+
+    torch.set_num_threads(2)
+    with open(args.batch) as f:
+        samples = [sample_from_dict(json.loads(line)) for line in f if line.strip()]
+    out: dict = {"model": args.model, "batch": args.batch, "samples": len(samples),
+                 "longest": max(s.length for s in samples), "cells": {}}
+    for dtype in args.dtypes.split(","):
+        learner = Learner(load_hf_policy(args.model), TrainConfig(compute_dtype=dtype, threads=2))
+        t0 = time.perf_counter()
+        mine = learner.logprobs(samples)
+        pairs = [(a, b) for lp, s in zip(mine, samples) for a, b in zip(lp, s.logprobs)]
+        out["cells"][dtype] = {**figures([abs(a - b) for a, b in pairs], [math.exp(a - b) for a, b in pairs]),
+                               "score_seconds": round(time.perf_counter() - t0, 2)}
+        print(f"{dtype}: {out['cells'][dtype]}", file=sys.stderr, flush=True)
+    return out
+
+
 def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -52,7 +83,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=4, help="replies per prompt")
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--temperature", type=float, default=0.7)
+    ap.add_argument("--batch", default=None, metavar="FILE",
+                    help="score the samples benchmarks/iteration.py --save-batch wrote instead")
     args = ap.parse_args()
+    if args.batch:
+        print(json.dumps(batch_drift(args), indent=1))
+        return
 
     import torch
 

@@ -44,33 +44,33 @@ def segment_attention(module: Any, query: Any, key: Any, value: Any, attention_m
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
     b, heads, width, dim = query.shape
-    groups = heads // key.shape[1]
-    if groups > 1:  # each query head reads kv head h // groups, as transformers' repeat_kv lays out
-        key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
+    gqa = heads != key.shape[1]  # each query head reads kv head h // (heads / kv_heads), as repeat_kv
     rows = []
     for r, (shared, spans) in enumerate(segments):
-        q, k, v = query[r], key[r], value[r]
+        # one row at a time, kept 4-D: a 3-D call leaves the CPU's flash kernel for the math one
+        q, k, v = query[r : r + 1], key[r : r + 1], value[r : r + 1]
         parts = []
         if shared:
-            parts.append(sdpa(q[:, :shared], k[:, :shared], v[:, :shared], dropout_p=dropout,
-                              is_causal=True, scale=scaling))
+            parts.append(sdpa(q[:, :, :shared], k[:, :, :shared], v[:, :, :shared], dropout_p=dropout,
+                              is_causal=True, scale=scaling, enable_gqa=gqa))
         for start, n in spans:
             end = start + n
             if not shared:
-                parts.append(sdpa(q[:, start:end], k[:, start:end], v[:, start:end],
-                                  dropout_p=dropout, is_causal=True, scale=scaling))
+                parts.append(sdpa(q[:, :, start:end], k[:, :, start:end], v[:, :, start:end],
+                                  dropout_p=dropout, is_causal=True, scale=scaling, enable_gqa=gqa))
                 continue
             mask = torch.ones((n, shared + n), dtype=torch.bool, device=q.device)
             mask[:, shared:] = torch.ones((n, n), dtype=torch.bool, device=q.device).tril()
-            keys = torch.cat((k[:, :shared], k[:, start:end]), dim=1)
-            values = torch.cat((v[:, :shared], v[:, start:end]), dim=1)
-            parts.append(sdpa(q[:, start:end], keys, values, attn_mask=mask, dropout_p=dropout,
-                              scale=scaling))
+            keys = torch.cat((k[:, :, :shared], k[:, :, start:end]), dim=2)
+            values = torch.cat((v[:, :, :shared], v[:, :, start:end]), dim=2)
+            parts.append(sdpa(q[:, :, start:end], keys, values, attn_mask=mask, dropout_p=dropout,
+                              scale=scaling, enable_gqa=gqa))
         used = shared + sum(n for _, n in spans)
         if used < width:  # padding: attends to nothing, read by nothing
-            parts.append(q.new_zeros((heads, width - used, dim)))
-        rows.append(torch.cat(parts, dim=1))
-    return torch.stack(rows).transpose(1, 2).contiguous(), None
+            parts.append(q.new_zeros((1, heads, width - used, dim)))
+        rows.append(torch.cat(parts, dim=2) if len(parts) > 1 else parts[0])
+    out = torch.cat(rows) if len(rows) > 1 else rows[0]
+    return out.transpose(1, 2).contiguous(), None
 
 
 def register() -> None:

@@ -281,6 +281,30 @@ class Learner:
         return selected_logprobs(model, ids, attn, select, targets, temps, self.cfg.head_chunk, entropy,
                                  self._compute, positions, segments)
 
+    def logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
+        """Each sample's trained tokens' logprobs under the current weights, each at the
+        temperature it was drawn with, through the step's own passes (its rows, attention, head
+        and compute dtype) without gradients: what a step compares with ``Sample.logprobs`` in
+        its importance ratios (``benchmarks/drift.py --batch``). Every replica must call it when
+        sharded."""
+        import torch
+
+        cfg, dev = self.cfg, next(self.model.parameters()).device
+        out: dict[int, list[float]] = {}
+        with torch.no_grad():
+            for micro in micro_batches(samples, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix):
+                ids, attn, select, targets, positions = pack(micro, self.policy.pad_token_id, dev)
+                mine = samples_of(micro)
+                temps = torch.tensor([s.sampling.scoring_temperature for s in mine for _ in range(s.n_tokens)],
+                                     device=dev)
+                logp, _ = self._logprobs(self.model, ids, attn, select, targets, temps, positions=positions,
+                                         segments=layouts(micro) if self._segments else None)
+                at = 0
+                for s in mine:
+                    out[id(s)] = [float(x) for x in logp[at : at + s.n_tokens]]
+                    at += s.n_tokens
+        return [out[id(s)] for s in samples]
+
     def score(self, prompt_ids: Sequence[int], output_ids: Sequence[int], temperature: float = 1.0) -> list[float]:
         """Teacher-forced logprobs of ``output_ids`` after ``prompt_ids`` under the current
         weights, at ``temperature`` (every replica must call it when sharded)."""

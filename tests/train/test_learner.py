@@ -537,3 +537,14 @@ def test_a_model_on_another_attention_keeps_its_masks():
     learner = Learner(policy, TrainConfig(segment_attention=True))
     assert not learner._segments and policy.model.config._attn_implementation == "eager"
     assert not use_segments(policy.model)
+
+
+def test_logprobs_of_a_batch_are_the_samplers_on_policy():
+    """Learner.logprobs scores every trained token of a batch (shared rows, a packed episode,
+    padding) as it was sampled, in the samples' order."""
+    policy = make_tiny_policy()
+    learner = Learner(policy, TrainConfig(micro_batch_size=3, micro_batch_tokens=120, share_prefix=4))
+    batch = shared_prefix_batch(policy)
+    got = learner.logprobs(batch)
+    assert [len(g) for g in got] == [s.n_tokens for s in batch]
+    assert max(abs(a - b) for g, s in zip(got, batch) for a, b in zip(g, s.logprobs)) < 1e-5
