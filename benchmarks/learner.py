@@ -21,7 +21,8 @@ Each side runs in its own subprocess, so its peak memory is its own. Memory is p
 set size from ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (``peak_rss_mib``), and
 ``train_rss_mib`` = that peak minus the RSS right after the model was loaded, i.e. what training
 adds (activations, logits, gradients, optimizer state). ``tokens_per_s`` counts trained
-(output) tokens per second of wall time, best of ``--repeats`` timed steps after one warm-up step; ``tokens_per_cpu_s`` uses the
+(output) tokens per second of wall time, best of ``--repeats`` timed steps after one warm-up step
+(``--repeats 0``: the first step itself, for batches whose step takes minutes); ``tokens_per_cpu_s`` uses the
 process's CPU time, steadier on a shared machine. ``ratio_vs_trl`` divides ours by trl's, same
 run. ``--with-checkpointing`` adds our step with gradient checkpointing (activations recomputed
 in the backward pass). With CUDA, a bf16 step of ours (and trl's) on the GPU is reported too; else "skipped".
@@ -168,7 +169,9 @@ def worker(side: str, device: str, args: argparse.Namespace) -> dict:
     else:
         step = _ours(policy, batch, args, device, checkpointing=side == "spadework_ckpt")
     trainable = {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
-    first = step()  # warm-up
+    wall, cpu = time.perf_counter(), time.process_time()
+    first = step()  # warm-up (timed as the only step with --repeats 0)
+    first_wall, first_cpu = time.perf_counter() - wall, time.process_time() - cpu
     moved = any(bool((p.detach() != trainable[n]).any())
                 for n, p in policy.model.named_parameters() if n in trainable)
     best_wall, best_cpu = float("inf"), float("inf")
@@ -185,6 +188,8 @@ def worker(side: str, device: str, args: argparse.Namespace) -> dict:
             torch.cuda.synchronize()
         best_wall = min(best_wall, time.perf_counter() - wall)
         best_cpu = min(best_cpu, time.process_time() - cpu)
+    if not args.repeats:
+        best_wall, best_cpu = first_wall, first_cpu
     peak = peak_rss_mib()
     out = {"step_s": round(best_wall, 3), "tokens_per_s": round(tokens / best_wall, 1),
            "tokens_per_cpu_s": round(tokens / best_cpu, 1), "peak_rss_mib": round(peak, 1),
@@ -280,7 +285,7 @@ def main() -> None:
     ap.add_argument("--preset", default=None,
                     help="start from this preset's [learner] settings (with --settings)")
     args = ap.parse_args()
-    if (args.batch or args.preset) and args.settings is None:
+    if (args.batch or args.preset) and args.settings is None and not args.worker:
         ap.error("--batch and --preset go with --settings (they time our step only)")
     if args.samples % args.micro:
         ap.error("--samples must be a multiple of --micro")
