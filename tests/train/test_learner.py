@@ -401,6 +401,19 @@ def shared_prefix_batch(policy, seed=3):
     return out
 
 
+def shared_prefix_step(policy, **settings):
+    """One step of a learner (lr 1e-3, rows of at most 3 and 120 tokens, a KL term, then
+    ``settings``) over :func:`shared_prefix_batch`: each LoRA weight's change, the step's
+    figures, the batch."""
+    learner = Learner(policy, TrainConfig(**{"lr": 1e-3, "micro_batch_size": 3, "micro_batch_tokens": 120,
+                                             "kl_coef": 0.05, **settings}))
+    batch = shared_prefix_batch(policy)
+    before = lora_state(learner)
+    stats = learner.step(batch)
+    after = lora_state(learner)
+    return {k: after[k] - before[k] for k in after}, stats, batch
+
+
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 @pytest.mark.parametrize("ckpt", [False, True])
 def test_samples_sharing_a_prompt_prefix_run_it_once_for_the_same_update(attention, ckpt):
@@ -411,14 +424,7 @@ def test_samples_sharing_a_prompt_prefix_run_it_once_for_the_same_update(attenti
     for share in (0, 4):
         policy = make_tiny_policy()
         policy.model.set_attn_implementation(attention)
-        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=3, micro_batch_tokens=120,
-                                              share_prefix=share, gradient_checkpointing=ckpt,
-                                              kl_coef=0.05))
-        batch = shared_prefix_batch(policy)
-        before = lora_state(learner)
-        stats = learner.step(batch)
-        after = lora_state(learner)
-        results.append(({k: after[k] - before[k] for k in after}, stats, batch))
+        results.append(shared_prefix_step(policy, share_prefix=share, gradient_checkpointing=ckpt))
     (d0, s0, batch), (d1, s1, _) = results
     assert s1["tokens_run"] < s0["tokens_run"] == sum(s.length for s in batch)
     # another summation order: float noise, which Adam's first step (about lr * sign(g)) scales
@@ -477,19 +483,12 @@ def test_attention_by_segments_gives_the_update_of_the_masks(ckpt):
     and without shared prefixes, and the model still generates as on sdpa."""
     from spadework.train.attention import NAME
 
-    results = []
-    for segments in (False, True):
-        policy = make_tiny_policy()
-        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=3, micro_batch_tokens=120,
-                                              share_prefix=4, gradient_checkpointing=ckpt,
-                                              kl_coef=0.05, segment_attention=segments))
-        assert policy.model.config._attn_implementation == (NAME if segments else "sdpa")
-        batch = shared_prefix_batch(policy)
-        before = lora_state(learner)
-        stats = learner.step(batch)
-        after = lora_state(learner)
-        results.append(({k: after[k] - before[k] for k in after}, stats, policy))
-    (d0, s0, p0), (d1, s1, p1) = results
+    policies = [make_tiny_policy(), make_tiny_policy()]
+    (d0, s0, _), (d1, s1, _) = (
+        shared_prefix_step(p, share_prefix=4, gradient_checkpointing=ckpt, segment_attention=segments)
+        for p, segments in zip(policies, (False, True)))
+    p0, p1 = policies
+    assert p0.model.config._attn_implementation == "sdpa" and p1.model.config._attn_implementation == NAME
     assert max_diff(d0, d1) < 1e-5 and max(float(d.abs().max()) for d in d0.values()) > 0
     for key in ("loss", "pg_loss", "kl", "entropy", "grad_norm", "tokens", "tokens_run"):
         assert s1[key] == pytest.approx(s0[key], abs=1e-5), key
