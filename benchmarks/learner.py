@@ -175,10 +175,8 @@ def worker(side: str, device: str, args: argparse.Namespace) -> dict:
     moved = any(bool((p.detach() != trainable[n]).any())
                 for n, p in policy.model.named_parameters() if n in trainable)
     best_wall, best_cpu = float("inf"), float("inf")
-    if args.batch:  # a saved batch: its trained tokens, and what the first step computed
-        tokens = sum(s.n_tokens for s in _saved(args.batch))
-    else:
-        tokens = args.samples * args.output
+    # ours counts the batch's trained tokens (a saved batch's too); trl's batch is the shape's
+    tokens = first["tokens"] if isinstance(first, dict) else args.samples * args.output
     for _ in range(args.repeats):
         if device != "cpu":
             torch.cuda.synchronize()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spadework.policy.decode import common_prefix, scaled_log_softmax
+from spadework.train.attention import Layout
 from spadework.train.batch import Sample
 
 
@@ -143,7 +144,7 @@ def pack(micro: Sequence[Row], pad_id: int, dev: Any) -> tuple[Any, Any, Any, An
     return ids.to(dev), mask[:, None].to(dev), select.to(dev), targets.to(dev), pos.to(dev)
 
 
-def layouts(micro: Sequence[Row]) -> tuple[tuple[int, tuple[tuple[int, int], ...]], ...]:
+def layouts(micro: Sequence[Row]) -> tuple[Layout, ...]:
     """Each row's layout as :func:`pack` lays it out, for
     :func:`spadework.train.attention.segment_attention`: the shared prefix's length and each
     sample's ``(start, length)`` in the row (its tokens after the prefix).

@@ -240,11 +240,8 @@ class Learner:
 
         cfg = self.cfg
         dev = next(self.model.parameters()).device
-        ids, attn, select, targets, positions = pack(rows, self.policy.pad_token_id, dev)
-        segments = layouts(rows) if self._segments else None
+        ids, attn, select, targets, temps, positions, segments = self._pass_inputs(rows)
         micro = samples_of(rows)
-        temps = torch.tensor([s.sampling.scoring_temperature for s in micro for _ in range(s.n_tokens)],
-                             device=dev)
         logp, entropy = self._logprobs(self.model, ids, attn, select, targets, temps, entropy=True,
                                        positions=positions, segments=segments)
         logp_sampling = torch.tensor([lp for s in micro for lp in s.logprobs], device=dev)
@@ -271,6 +268,18 @@ class Learner:
         return loss, terms, {"pg_loss": float(pg), "entropy_sum": float(entropy.sum()),
                              "roles": roles}
 
+    def _pass_inputs(self, rows: Sequence[Row]) -> tuple[Any, ...]:
+        """A micro-batch's pass inputs: :func:`pack`'s ids, mask, selection and targets, each
+        trained token's scoring temperature, the positions, and the rows' :func:`layouts` when
+        the model attends by segments (else None)."""
+        import torch
+
+        dev = next(self.model.parameters()).device
+        ids, attn, select, targets, positions = pack(rows, self.policy.pad_token_id, dev)
+        temps = torch.tensor([s.sampling.scoring_temperature for s in samples_of(rows) for _ in range(s.n_tokens)],
+                             device=dev)
+        return ids, attn, select, targets, temps, positions, layouts(rows) if self._segments else None
+
     def _logprobs(self, model: Any, ids: Any, attn: Any, select: Any, targets: Any, temps: Any,
                   entropy: bool = False, positions: Any = None, segments: Any = None) -> tuple[Any, Any]:
         """:func:`selected_logprobs` of ``model`` (the trained one), through the FSDP root when
@@ -289,18 +298,15 @@ class Learner:
         sharded."""
         import torch
 
-        cfg, dev = self.cfg, next(self.model.parameters()).device
+        cfg = self.cfg
         out: dict[int, list[float]] = {}
         with torch.no_grad():
             for micro in micro_batches(samples, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix):
-                ids, attn, select, targets, positions = pack(micro, self.policy.pad_token_id, dev)
-                mine = samples_of(micro)
-                temps = torch.tensor([s.sampling.scoring_temperature for s in mine for _ in range(s.n_tokens)],
-                                     device=dev)
+                ids, attn, select, targets, temps, positions, segments = self._pass_inputs(micro)
                 logp, _ = self._logprobs(self.model, ids, attn, select, targets, temps, positions=positions,
-                                         segments=layouts(micro) if self._segments else None)
+                                         segments=segments)
                 at = 0
-                for s in mine:
+                for s in samples_of(micro):
                     out[id(s)] = [float(x) for x in logp[at : at + s.n_tokens]]
                     at += s.n_tokens
         return [out[id(s)] for s in samples]
