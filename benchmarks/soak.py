@@ -249,10 +249,11 @@ def outcomes(table: list[dict]) -> dict[str, dict[str, int]]:
 
 
 def comparable(obj):
-    """Metrics without timings, floats rounded (what must match an undisturbed run)."""
+    """Metrics without timings and memory peaks, floats rounded (what must match an undisturbed
+    run)."""
     if isinstance(obj, dict):
         return {k: comparable(v) for k, v in obj.items()
-                if "seconds" not in k and k not in ("wall_s", "sync_seconds")}
+                if "seconds" not in k and k not in ("wall_s", "sync_seconds", "peak_rss_mib")}
     if isinstance(obj, list):
         return [comparable(v) for v in obj]
     if isinstance(obj, float):

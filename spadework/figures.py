@@ -26,19 +26,23 @@ STAGES = ("design", "pool", "hints", "play", "reward", "train", "eval", "store")
 
 @dataclass(frozen=True, kw_only=True)
 class StageFigures:
-    """What every stage reports: its wall time (``seconds``, set when the stage commits). The
-    store stage reports only that."""
+    """What every stage reports: its wall time (``seconds``) and this process's peak resident
+    memory during it (``peak_rss_mib``, :mod:`spadework.rss`; None where the system cannot reset
+    the peak), both set when the stage commits. The store stage reports only those."""
 
+    peak_rss_mib: int | None = None
     seconds: float | None = None
     #: Fields left out of ``to_dict()`` while None (stored figures never held them then).
     OPTIONAL: ClassVar[frozenset[str]] = frozenset()
+    #: What the loop sets when a stage commits, stored last (when known).
+    MEASURED: ClassVar[tuple[str, ...]] = ("peak_rss_mib", "seconds")
 
     def to_dict(self) -> dict[str, Any]:
-        """The figures as stored (JSON-ready), ``seconds`` last."""
-        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "seconds"
+        """The figures as stored (JSON-ready), ``peak_rss_mib`` and ``seconds`` last."""
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self)
+               if f.name not in self.MEASURED
                and not (f.name in self.OPTIONAL and getattr(self, f.name) is None)}
-        if self.seconds is not None:
-            out["seconds"] = self.seconds
+        out.update({k: getattr(self, k) for k in self.MEASURED if getattr(self, k) is not None})
         return out
 
     @classmethod
@@ -146,13 +150,11 @@ class TrainFigures(StageFigures):
 
     def to_dict(self) -> dict[str, Any]:
         """The assembly's figures, then the step's statistics flat beside them (the stage's
-        ``seconds`` replaces the step's own)."""
+        ``seconds`` replaces the step's own; it and the stage's peak memory come last)."""
         out = super().to_dict()
-        step, seconds = out.pop("step"), out.pop("seconds", None)
+        step, measured = out.pop("step"), {k: out.pop(k) for k in self.MEASURED if k in out}
         out.update({k: v for k, v in step.items() if k != "seconds" and k not in out})
-        if seconds is not None:
-            out["seconds"] = seconds
-        return out
+        return {**out, **measured}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainFigures:
@@ -200,6 +202,11 @@ class IterationFigures:
         """Each stage's wall time but the store's (None for a stage not run)."""
         return {name: getattr(getattr(self, name), "seconds", None) for name in STAGES[:-1]}
 
+    def peak_rss(self) -> dict[str, int]:
+        """Each stage's peak resident memory in MiB, for the stages that measured one."""
+        return {name: peak for name in STAGES
+                if (peak := getattr(getattr(self, name), "peak_rss_mib", None)) is not None}
+
     def to_dict(self) -> dict[str, Any]:
         """Stage name -> stored figures, for the stages run (the progress state's ``figures``)."""
         return {n: getattr(self, n).to_dict() for n in STAGES if getattr(self, n) is not None}
@@ -244,6 +251,7 @@ class IterationMetrics:
     unwinnable_instances: Mapping[str, int] = field(default_factory=dict)
     engine: Mapping[str, int] | None = None
     seconds: Mapping[str, float | None] = field(default_factory=dict)
+    peak_rss_mib: Mapping[str, int] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: The figures' names (the line's keys), ``extra`` aside.
     FIELDS: ClassVar[frozenset[str]]

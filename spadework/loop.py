@@ -40,6 +40,7 @@ from typing import Any
 
 from spadework import curriculum as cur
 from spadework import metrics as M
+from spadework import rss
 from spadework.archive import Archive, archive_path, views
 from spadework.config import RunConfig
 from spadework.corpus import Corpus
@@ -393,12 +394,13 @@ def run_iteration(ctx: RunContext, i: int) -> IterationMetrics:
             ctx.progress.stage(name, f"iteration {i}: committed before a restart")
             continue
         ctx.progress.stage(name, f"iteration {i}")
-        start = time.monotonic()
+        start, measured = time.monotonic(), rss.reset_peak()
         with a.transaction():  # the stage's writes and its completion record, or nothing
             result = _STAGE_FUNCTIONS[name](ctx, it)
             result.write(a)
             setattr(it.figures, name, replace(result.figures,
-                                              seconds=round(time.monotonic() - start, 3)))
+                                              seconds=round(time.monotonic() - start, 3),
+                                              peak_rss_mib=rss.peak_mib() if measured else None))
             it.plan = result.plan
             a.save_state("progress", {"iteration": i, "stage": name, "figures": it.figures.to_dict(),
                                       "plan": it.plan.to_dict()})

@@ -198,8 +198,8 @@ def summarize(iteration: int, figures: IterationFigures, episodes: Sequence[Epis
               preset: str) -> IterationMetrics:
     """An iteration's line of ``metrics.jsonl`` from the figures its stages stored as they
     committed and its episodes: per-role losses and rewards, returns and format share per arm,
-    the design funnel, pool, hints, statuses, win rates, regret, the learner's figures, tokens
-    and seconds per stage."""
+    the design funnel, pool, hints, statuses, win rates, regret, the learner's figures, tokens,
+    and seconds and peak resident memory (MiB) per stage."""
     def mean(values: list[float]) -> float | None:
         return stats(values)["mean"]
 
@@ -229,5 +229,5 @@ def summarize(iteration: int, figures: IterationFigures, episodes: Sequence[Epis
         tokens={"design": design.tokens, "play": play_f.tokens},
         eval=ev.to_dict() if ev is not None and ev.due else None,
         unwinnable_instances=play_f.unwinnable_instances, engine=play_f.engine,
-        seconds=figures.seconds(),
+        seconds=figures.seconds(), peak_rss_mib=figures.peak_rss(),
     )

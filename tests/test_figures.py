@@ -21,7 +21,7 @@ LINE_KEYS = {
     "validity_funnel", "pool", "hints", "episodes", "statuses", "agent_return",
     "win_rate_histogram", "band_share", "band_share_ci95", "learnable_share", "mean_level",
     "level_moves", "failed_plays", "mean_regret", "designer_reward", "per_env", "train", "tokens",
-    "eval", "unwinnable_instances", "engine", "seconds"}
+    "eval", "unwinnable_instances", "engine", "seconds", "peak_rss_mib"}
 
 
 def test_optional_figures_are_left_out_until_set_and_seconds_comes_last():
@@ -31,6 +31,8 @@ def test_optional_figures_are_left_out_until_set_and_seconds_comes_last():
     assert "engine" not in PlayFigures().to_dict()
     assert PlayFigures(engine={"decoded": 3}).to_dict()["engine"] == {"decoded": 3}
     assert EvalFigures(seconds=0.0).to_dict() == {"due": False, "seconds": 0.0}
+    measured = DesignFigures(error="boom", seconds=1.5, peak_rss_mib=6100).to_dict()
+    assert list(measured)[-2:] == ["peak_rss_mib", "seconds"] and measured["peak_rss_mib"] == 6100
 
 
 def test_train_figures_store_the_step_flat_and_read_it_back():
@@ -44,6 +46,10 @@ def test_train_figures_store_the_step_flat_and_read_it_back():
     assert back.agent_samples == 4 and back.to_dict() == d
     assert TrainFigures(note="training is off (--no-train)").to_dict() == {
         "note": "training is off (--no-train)"}
+    peak = TrainFigures(agent_samples=4, seconds=2.0, peak_rss_mib=7000,
+                        step={"loss_agent": 0.5, "seconds": 1.0}).to_dict()
+    assert list(peak.items())[-2:] == [("peak_rss_mib", 7000), ("seconds", 2.0)]
+    assert TrainFigures.from_dict(peak).step == {"loss_agent": 0.5}
 
 
 def test_every_stage_record_round_trips_through_json():
@@ -51,9 +57,10 @@ def test_every_stage_record_round_trips_through_json():
         d = record(seconds=0.25).to_dict()
         assert record.from_dict(json.loads(json.dumps(d))).to_dict() == d, name
     figs = IterationFigures(design=DesignFigures(regenerated=True, seconds=1.0),
-                            play=PlayFigures(episodes=6, seconds=2.0))
+                            play=PlayFigures(episodes=6, seconds=2.0, peak_rss_mib=512))
     back = IterationFigures.from_dict(json.loads(json.dumps(figs.to_dict())))
     assert back == figs and back.seconds()["play"] == 2.0 and back.seconds()["train"] is None
+    assert back.peak_rss() == {"play": 512}  # only the stages that measured one
 
 
 def test_a_metrics_line_keeps_its_keys_and_what_it_does_not_name():

@@ -20,7 +20,7 @@ from scripted_policy import (
 )
 from starters import starter_records
 
-from spadework import reward
+from spadework import reward, rss
 from spadework.archive import Archive, archive_path
 from spadework.config import load_config, override, preset
 from spadework.library import HELD_OUT
@@ -61,6 +61,9 @@ def test_two_iterations_store_everything_once(tmp_path, cfg):
     assert first["regenerated"] and first["validity_funnel"] == {"accepted": 1, "novelty": 1, "total": 2}
     assert first["episodes"] == 2 * 2 * cfg.plays and len(first["win_rate_histogram"]) == 10
     assert set(first["seconds"]) >= {"design", "pool", "hints", "play", "reward"}
+    if rss.reset_peak():  # each stage's own peak of this process's resident memory
+        assert set(first["peak_rss_mib"]) >= {"design", "play", "train", "store"}
+        assert all(mib > 0 for mib in first["peak_rss_mib"].values())
     with Archive.open(archive_path(tmp_path)) as a:
         assert_matched_arms(a)
         assert len(a.episodes()) == 2 * 2 * 2 * cfg.plays

@@ -145,6 +145,7 @@ def expected_rows(run_dir: Path, losses: list[dict] | None) -> list[dict]:
                 "learnable_share": sum(0 < r < 1 for r in rates) / len(rates),
                 "mean_level": sum(next(e.level for e in no_hint if e.env_id == env) for env in envs)
                 / len(envs),
+                "peak_rss_mib": max(m["peak_rss_mib"].values(), default=None),
             })
     return out
 
@@ -166,6 +167,7 @@ def test_the_figures_match_the_archive_rows(runs, tmp_path):
         for row, w in zip(run_json["iterations"], want):
             assert row == pytest.approx(w, abs=2e-3), row["iteration"]  # seconds are kept to ms
         assert run_json["total_seconds"] == pytest.approx(sum(w["seconds"] for w in want), abs=5e-3)
+        assert run_json["peak_rss_mib"] == max(w["peak_rss_mib"] for w in want) > 0
     first = a["iterations"][0]
     assert first["design_attempts"] == 2 and first["played_designed"] >= 1  # designs were played
     assert 0 < first["unhinted_win_rate"] < 1 and first["loss_designer"] is not None
@@ -201,6 +203,7 @@ def test_the_table_prints_the_same_figures(runs, tmp_path):
         summary = block.splitlines()[0]
         assert summary.startswith(f"   preset smoke, model {DEFAULT_MODEL} (default), 2 iterations "
                                   "finished, ") and summary.endswith(" s")  # under 10 minutes
+        assert block.splitlines()[1].startswith("   peak resident memory ")
         assert "unhinted win rate " in block and "no before/after eval" in block
         for row, w in zip(cells(r.stdout, run_dir), expected_rows(run_dir, losses), strict=True):
             designs = "-" if w["design_attempts"] is None else f"{w['valid_designs']}/{w['design_attempts']}"

@@ -77,6 +77,7 @@ class IterationRow:
     cut_share: float | None
     learnable_share: float | None = None
     mean_level: float | None = None
+    peak_rss_mib: int | None = None  # the highest of its stages' peaks (None: not measured)
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,15 @@ class RunFigures:
         known = [r.seconds for r in self.iterations if r.seconds is not None]
         return round(math.fsum(known), 3) if known else None
 
+    @property
+    def peak_rss_mib(self) -> int | None:
+        """The run's highest per-stage peak of resident memory (None: not measured)."""
+        return max((r.peak_rss_mib for r in self.iterations if r.peak_rss_mib is not None),
+                   default=None)
+
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "total_seconds": self.total_seconds,
-                "iterations_finished": len(self.iterations)}
+                "peak_rss_mib": self.peak_rss_mib, "iterations_finished": len(self.iterations)}
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -276,7 +283,8 @@ def _row(i: int, m: IterationMetrics, played: Sequence[Any], designs: list[int] 
         hinted_win_rate=win_rate(hinted) if hinted else None,
         well_formed_share=metric(m, "agent_format_share.no_hint"), cut_share=cut,
         learnable_share=_learnable(rates),
-        mean_level=stats([float(r["level"]) for r in played])["mean"])
+        mean_level=stats([float(r["level"]) for r in played])["mean"],
+        peak_rss_mib=max(m.peak_rss_mib.values(), default=None))
 
 
 def _learnable(rates: Sequence[float]) -> float | None:
@@ -424,6 +432,9 @@ def format_run(run: RunFigures) -> list[str]:
     out = [f"== {run.run_dir}",
            f"   preset {run.preset or '-'}, {_models_text(run.models)}, {runs} iteration"
            f"{'s' if runs != 1 else ''} finished, {_duration(run.total_seconds)}",
+           *([] if run.peak_rss_mib is None else
+             [f"   peak resident memory {run.peak_rss_mib / 1024:.2f} GiB (the run's process, its "
+              "highest stage)"]),
            *(f"   note: {n}" for n in run.notes)]
     if run.in_progress:
         out.append(f"   iteration {run.in_progress['iteration']} under way (committed through "

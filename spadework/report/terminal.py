@@ -68,8 +68,34 @@ def run_summary(lines: Sequence[IterationMetrics], run_dir: str) -> list[str]:
         rejected = ", ".join(f"{k} {v}" for k, v in sorted(funnel.items()) if k != "accepted") or "none"
         out.append(f"  designs: {sum(funnel.values())} attempts, {funnel.get('accepted', 0)} accepted; "
                    f"rejected at: {rejected}")
+    out += _time_and_memory(lines)
     if not any(m.episodes for m in lines):
         out.append("  warning: no episode was played in any iteration: every environment of the pool "
                    "failed before play (statuses and rejection stages are in the report)")
     out.append(f"  see it all: spadework report {run_dir}")
     return out
+
+
+def _time_and_memory(lines: Sequence[IterationMetrics]) -> list[str]:
+    """Each stage's seconds summed over the iterations (those that took a second or more) and
+    the highest per-stage peak of resident memory, with where it fell.
+
+    >>> m = IterationMetrics(iteration=0, seconds={"design": 200.0, "pool": 0.01, "play": 150.5},
+    ...                      peak_rss_mib={"design": 6000, "play": 7300})
+    >>> _time_and_memory([m, IterationMetrics(iteration=1, seconds={"play": 100.0})])
+    ['  time: design 200 s, play 250 s; peak RSS 7.13 GiB (the play stage of iteration 0)']
+    """
+    spent: dict[str, float] = {}
+    for m in lines:
+        for stage, s in m.seconds.items():
+            if isinstance(s, (int, float)):
+                spent[stage] = spent.get(stage, 0.0) + s
+    shown = [f"{stage} {s:.0f} s" for stage, s in spent.items() if s >= 1]
+    peaks = [(mib, m.iteration, stage) for m in lines for stage, mib in m.peak_rss_mib.items()]
+    if not shown and not peaks:
+        return []
+    text = "  time: " + (", ".join(shown) or "-")
+    if peaks:
+        mib, i, stage = max(peaks)
+        text += f"; peak RSS {mib / 1024:.2f} GiB (the {stage} stage of iteration {i})"
+    return [text]
