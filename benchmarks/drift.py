@@ -16,15 +16,25 @@ the run) against the learner's for the same tokens under each ``--dtypes`` entry
 (``Learner.logprobs``: the step's packing, attention and head, no gradient), so the long
 multi-turn contexts of the main job are what is measured, not short replies.
 
+``--run DIR --iteration I`` measures a finished run's own step: the agent samples of iteration
+``I`` rebuilt from the run's archive as its learner step built them (the preset's packing and
+format weight), scored by a learner carrying the run's checkpoint of iteration ``I - 1`` (the
+weights the engine played iteration ``I`` with), so the importance ratios the run reported for
+that step can be split between the learner's arithmetic (``--dtypes``) and the sampler. It
+also names the worst tokens (sample, position in the row, both logprobs).
+
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/drift.py
        [--model qwen2.5-coder-0.5b-instruct] [--weights bf16,f16] [--dtypes float32,bfloat16]
        [--prompts 8] [--n 4] [--max-tokens 48]
        OMP_NUM_THREADS=1 .venv/bin/python benchmarks/drift.py --batch FILE [--dtypes float32,bfloat16]
+       OMP_NUM_THREADS=1 .venv/bin/python benchmarks/drift.py --run runs/NAME --iteration I
+       [--dtypes float32,auto]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -73,6 +83,67 @@ def batch_drift(args: argparse.Namespace) -> dict:
     return out
 
 
+def run_samples(run_dir: Path, iteration: int) -> tuple[list, dict, str]:
+    """Iteration ``iteration``'s agent samples of a run, as its learner step built them; the
+    run's learner settings (its preset's) and its agent model."""
+    from spadework.archive.store import Archive
+    from spadework.config import preset
+    from spadework.train.batch import agent_assembly
+
+    archive = Archive.open_read_only(run_dir / "archive.sqlite")
+    try:
+        config = archive.load_state("config") or {}
+        cfg = preset(config.get("preset") or "cpu-qwen")
+        episodes = archive.episodes(iteration=iteration)
+    finally:
+        archive.close()
+    if not episodes:
+        raise SystemExit(f"{run_dir} has no episodes of iteration {iteration}")
+    samples = agent_assembly(episodes, format_weight=cfg.reward.format_weight,
+                             pack=cfg.learner.pack_turns).samples
+    return list(samples), dataclasses.asdict(cfg.learner), config.get("agent_model") or config["model"]
+
+
+def worst(pairs: list[tuple[int, int, float, float]], n: int = 5) -> list[dict]:
+    """The ``n`` tokens farthest from the sampler: sample, position in its row, logprobs."""
+    top = sorted(pairs, key=lambda p: -abs(p[2] - p[3]))[:n]
+    return [{"sample": i, "position": pos, "learner": round(a, 4), "sampler": round(b, 4)}
+            for i, pos, a, b in top]
+
+
+def run_drift(args: argparse.Namespace) -> dict:
+    """Per compute dtype: the gap on a run's own iteration, at the weights it was sampled with."""
+    import torch
+
+    from spadework.policy.hf import load_hf_policy
+    from spadework.train import Learner, TrainConfig
+    from spadework.train.checkpoint import load_learner
+
+    torch.set_num_threads(2)
+    run_dir = Path(args.run)
+    samples, settings, model = run_samples(run_dir, args.iteration)
+    ckpt = run_dir / "checkpoints" / f"iter_{args.iteration - 1:04d}"
+    out: dict = {"model": model, "run": str(run_dir), "iteration": args.iteration,
+                 "checkpoint": str(ckpt) if args.iteration else None,
+                 "samples": len(samples), "longest": max(s.length for s in samples), "cells": {}}
+    for dtype in args.dtypes.split(","):
+        learner = Learner(load_hf_policy(model),
+                          TrainConfig(**{**settings, "compute_dtype": dtype, "threads": 2}))
+        if args.iteration:
+            load_learner(learner, ckpt)
+        t0 = time.perf_counter()
+        mine = learner.logprobs(samples)
+        pairs = [(i, len(s.prompt_ids) + j, a, b) for i, (lp, s) in enumerate(zip(mine, samples))
+                 for j, (a, b) in enumerate(zip(lp, s.logprobs))]
+        out["cells"][dtype] = {**figures([abs(a - b) for *_, a, b in pairs],
+                                         [math.exp(a - b) for *_, a, b in pairs]),
+                               "worst": worst(pairs),
+                               "score_seconds": round(time.perf_counter() - t0, 2)}
+        print(f"{dtype}: {out['cells'][dtype]}", file=sys.stderr, flush=True)
+        del learner
+    return out
+
+
 def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -85,7 +156,15 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=0.7)
     ap.add_argument("--batch", default=None, metavar="FILE",
                     help="score the samples benchmarks/iteration.py --save-batch wrote instead")
+    ap.add_argument("--run", default=None, metavar="DIR",
+                    help="score a finished run's own iteration (with --iteration)")
+    ap.add_argument("--iteration", type=int, default=None)
     args = ap.parse_args()
+    if (args.run is None) != (args.iteration is None):
+        ap.error("--run and --iteration go together")
+    if args.run:
+        print(json.dumps(run_drift(args), indent=1))
+        return
     if args.batch:
         print(json.dumps(batch_drift(args), indent=1))
         return
