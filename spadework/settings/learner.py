@@ -131,6 +131,6 @@ class TrainConfig:
                 raise ConfigError(reason)
 
 
-#: ``TrainConfig.compute_dtype`` values; ``auto`` is bfloat16 on a CPU with native bfloat16
-#: arithmetic (oneDNN's check: AVX-512 BF16 or AMX), else float32.
-COMPUTE_DTYPES = ("float32", "bfloat16", "auto")
+#: ``TrainConfig.compute_dtype`` values; ``auto`` is bfloat16-linear on a CPU with native
+#: bfloat16 arithmetic (oneDNN's check: AVX-512 BF16 or AMX), else float32.
+COMPUTE_DTYPES = ("float32", "bfloat16", "bfloat16-linear", "auto")

@@ -165,13 +165,15 @@ def layouts(micro: Sequence[Row]) -> tuple[Layout, ...]:
 
 
 def resolve_compute(setting: str, device: str) -> str:
-    """``float32`` or ``bfloat16`` for ``TrainConfig.compute_dtype`` on ``device``."""
+    """What ``TrainConfig.compute_dtype`` means on ``device``: ``auto`` is ``bfloat16-linear``
+    (:mod:`spadework.train.linear16`) on a CPU with native bfloat16 arithmetic, else
+    ``float32``; the other settings are themselves."""
     if setting != "auto":
         return setting
     import torch
 
     native = device == "cpu" and torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
-    return "bfloat16" if native else "float32"
+    return "bfloat16-linear" if native else "float32"
 
 
 def selected_logprobs(model: Any, ids: Any, attn: Any, select: Any, targets: Any, temps: Any,
@@ -187,8 +189,9 @@ def selected_logprobs(model: Any, ids: Any, attn: Any, select: Any, targets: Any
     positions at a time (0: all at once); under autograd each chunk is recomputed in the
     backward pass rather than kept, so at most one chunk's logits exist at any time. Models that
     post-process logits (soft-capping, a logit scale) go through the full forward instead and
-    are only chunked in the softmax. ``compute`` ``"bfloat16"`` runs the decoder's matmuls under
-    ``torch.autocast`` in bfloat16; the head and the softmax stay in fp32. ``attn`` and
+    are only chunked in the softmax. ``compute`` ``"bfloat16"`` runs the decoder under
+    ``torch.autocast`` in bfloat16; the head and the softmax stay in fp32 (``"bfloat16-linear"``
+    is the caller's :class:`~spadework.train.linear16.Linear16` context, nothing here). ``attn`` and
     ``positions`` are :func:`pack`'s: a ``[b, 1, L, L]`` mask of rows that share a prefix goes to
     the model as it is (as an additive mask for eager attention). ``segments`` (:func:`layouts`
     of the rows) go to a model on :mod:`spadework.train.attention`'s implementation instead of

@@ -40,6 +40,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ from spadework.train.forward import (
     selected_logprobs,
 )
 from spadework.train.heap import bound_heap
+from spadework.train.linear16 import Linear16
 from spadework.train.loss import grpo_token_loss, token_weights
 from spadework.train.parallel import (
     DataParallel,
@@ -103,6 +105,16 @@ class Learner:
                                   "lora = true, or fsdp = false")
             self._root = fully_shard_model(policy.model, self.dp, selected_logprobs)
         self._ref = _frozen_copy(policy.model) if (self.cfg.kl_coef and not self.cfg.lora) else None
+        if self._compute == "bfloat16-linear" and self.sharded:
+            if self.cfg.compute_dtype != "auto":
+                raise ConfigError('compute_dtype = "bfloat16-linear" patches the model\'s layers, '
+                                  'which sharded replicas (fsdp) do not allow: use "bfloat16" '
+                                  '(autocast) or "float32", or fsdp = false')
+            self._compute = "bfloat16"
+        # the decoder's products in bfloat16 inside the learner's passes (spadework.train.linear16)
+        self._linear16 = Linear16(policy.model) if self._compute == "bfloat16-linear" else nullcontext()
+        self._ref_linear16 = (Linear16(self._ref) if self._ref is not None and self._compute == "bfloat16-linear"
+                              else nullcontext())
         # attention by the rows' layout instead of an L x L mask (spadework.train.attention)
         self._segments = self.cfg.segment_attention and use_segments(policy.model)
         self._ref_segments = self._ref is not None and self.cfg.segment_attention and use_segments(self._ref)
@@ -166,7 +178,8 @@ class Learner:
         before = torch.get_num_threads()
         torch.set_num_threads(self.cfg.threads or len(os.sched_getaffinity(0)))
         try:
-            return self._step(samples, progress)
+            with self._linear16:  # a step's backward recomputes layers: it spans the whole step
+                return self._step(samples, progress)
         finally:
             torch.set_num_threads(before)
 
@@ -300,7 +313,7 @@ class Learner:
 
         cfg = self.cfg
         out: dict[int, list[float]] = {}
-        with torch.no_grad():
+        with torch.no_grad(), self._linear16:
             for micro in micro_batches(samples, cfg.micro_batch_size, cfg.micro_batch_tokens, cfg.share_prefix):
                 ids, attn, select, targets, temps, positions, segments = self._pass_inputs(micro)
                 logp, _ = self._logprobs(self.model, ids, attn, select, targets, temps, positions=positions,
@@ -320,7 +333,7 @@ class Learner:
                         Sampling(temperature))
         dev = next(self.model.parameters()).device
         ids, attn, select, targets, _ = pack([Row((sample,))], self.policy.pad_token_id, dev)
-        with torch.no_grad():
+        with torch.no_grad(), self._linear16:
             temps = torch.full((len(output_ids),), sample.sampling.scoring_temperature, device=dev)
             return [float(x) for x in self._logprobs(self.model, ids, attn, select, targets, temps)[0]]
 
@@ -330,9 +343,10 @@ class Learner:
 
         with torch.no_grad():
             if self._ref is not None:
-                return selected_logprobs(self._ref, ids, attn, select, targets, temps, self.cfg.head_chunk,
-                                         compute=self._compute, positions=positions,
-                                         segments=segments if self._ref_segments else None)[0]
+                with self._ref_linear16:
+                    return selected_logprobs(self._ref, ids, attn, select, targets, temps, self.cfg.head_chunk,
+                                             compute=self._compute, positions=positions,
+                                             segments=segments if self._ref_segments else None)[0]
             with self.model.disable_adapter():
                 return self._logprobs(self.model, ids, attn, select, targets, temps, positions=positions,
                                       segments=segments)[0]

@@ -151,13 +151,15 @@ def test_the_head_in_chunks_gives_the_update_of_one_pass(lora):
             assert stats[key] == pytest.approx(s0[key], abs=1e-6), key
 
 
-def test_bfloat16_compute_stays_on_policy_and_moves_the_weights_the_same_way():
-    """Matmuls under bfloat16 autocast (the head and softmax in fp32): the on-policy ratio stays
-    1 within bfloat16's rounding, and the update points where the fp32 one does."""
+@pytest.mark.parametrize("compute", ["bfloat16", "bfloat16-linear"])
+def test_bfloat16_compute_stays_on_policy_and_moves_the_weights_the_same_way(compute):
+    """Matmuls in bfloat16 (under autocast, or the linear layers' products alone; the head and
+    softmax in fp32): the on-policy ratio stays 1 within bfloat16's rounding, and the update
+    points where the fp32 one does."""
     import torch
 
     deltas, stats = [], []
-    for dtype in ("float32", "bfloat16"):
+    for dtype in ("float32", compute):
         policy = make_tiny_policy()
         learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=3, compute_dtype=dtype))
         before = lora_state(learner)
