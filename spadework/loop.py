@@ -394,13 +394,14 @@ def run_iteration(ctx: RunContext, i: int) -> IterationMetrics:
             ctx.progress.stage(name, f"iteration {i}: committed before a restart")
             continue
         ctx.progress.stage(name, f"iteration {i}")
-        start, measured = time.monotonic(), rss.reset_peak()
+        start = time.monotonic()
         with a.transaction():  # the stage's writes and its completion record, or nothing
-            result = _STAGE_FUNCTIONS[name](ctx, it)
-            result.write(a)
+            with rss.PeakMeter() as meter:
+                result = _STAGE_FUNCTIONS[name](ctx, it)
+                result.write(a)
             setattr(it.figures, name, replace(result.figures,
                                               seconds=round(time.monotonic() - start, 3),
-                                              peak_rss_mib=rss.peak_mib() if measured else None))
+                                              peak_rss_mib=meter.peak_mib))
             it.plan = result.plan
             a.save_state("progress", {"iteration": i, "stage": name, "figures": it.figures.to_dict(),
                                       "plan": it.plan.to_dict()})

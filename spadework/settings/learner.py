@@ -56,16 +56,17 @@ class TrainConfig:
     blocks of at least this many bytes by ``mmap``, so that a step's freed activations leave
     memory instead of staying resident in a fragmented heap (:mod:`spadework.train.heap`: a
     0.5B step's peak 6.4 -> 3.9 GiB, about 20% slower); 0 leaves malloc as it is.
-    ``compute_dtype``: ``float32``, or ``bfloat16`` to run the decoder's matmuls under
-    ``torch.autocast`` (LoRA weights, gradients and AdamW stay fp32; the LM head and softmax run
-    in fp32), or ``auto``: bfloat16 on a CPU with native bfloat16 arithmetic, else float32.
-    Measured on the 0.5B on two cores of an AVX-512 BF16 CPU: the step 1.5x faster (a 1.19x net
-    gain over the step before the chunked head and the bounded heap), and the learner-sampler
-    gap 0.0068 nats a token against 0.0045 in fp32 (max 0.10, mean ratio 1.0005;
-    ``benchmarks/drift.py``). On a cpu-qwen iteration's own batch (1,511 trained tokens in
-    contexts up to 2,154 tokens; ``benchmarks/learner.py --batch``, ``benchmarks/drift.py
-    --batch``): the step 1.47x faster, the gap 0.0041 against 0.0020 (max 0.16 against 0.069,
-    mean ratio 0.9994); cpu-qwen uses ``auto``.
+    ``compute_dtype``: ``float32``; ``bfloat16`` to run the decoder under ``torch.autocast``
+    (every product in bfloat16, and the activations between them rounded too); or
+    ``bfloat16-linear``: the decoder's linear layers multiply in bfloat16 with fp32 output and
+    everything between them stays fp32, the rounding llama.cpp's BF16 matmul applies
+    (:mod:`spadework.train.linear16`); or ``auto``: ``bfloat16-linear`` on a CPU with native
+    bfloat16 arithmetic (``bfloat16`` when sharded), else float32. LoRA weights, gradients,
+    AdamW, the LM head and the softmax stay fp32 in all of them. Measured on the main job's own
+    step (run k's iteration 2, at the weights the engine sampled with; ``benchmarks/drift.py
+    --run``), the learner-sampler gap per trained token, mean / max nats: fp32 0.0020 / 0.033,
+    bfloat16-linear 0.0025 / 0.080, bfloat16 0.0152 / 0.347 (a ratio of 1.40). cpu-qwen uses
+    ``auto``.
     """
 
     lr: float = 1e-5
