@@ -151,17 +151,20 @@ def test_the_head_in_chunks_gives_the_update_of_one_pass(lora):
             assert stats[key] == pytest.approx(s0[key], abs=1e-6), key
 
 
-@pytest.mark.parametrize("compute", ["bfloat16", "bfloat16-linear"])
-def test_bfloat16_compute_stays_on_policy_and_moves_the_weights_the_same_way(compute):
+@pytest.mark.parametrize("compute, checkpointing", [
+    ("bfloat16", False), ("bfloat16-linear", False), ("bfloat16-linear", True)])
+def test_bfloat16_compute_stays_on_policy_and_moves_the_weights_the_same_way(compute, checkpointing):
     """Matmuls in bfloat16 (under autocast, or the linear layers' products alone; the head and
     softmax in fp32): the on-policy ratio stays 1 within bfloat16's rounding, and the update
-    points where the fp32 one does."""
+    points where the fp32 one does. With recomputation the backward pass runs the layers again
+    inside the step's bfloat16-linear context (a dtype change would fail the recomputation)."""
     import torch
 
     deltas, stats = [], []
     for dtype in ("float32", compute):
         policy = make_tiny_policy()
-        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=3, compute_dtype=dtype))
+        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=3, compute_dtype=dtype,
+                                              gradient_checkpointing=checkpointing))
         before = lora_state(learner)
         stats.append(learner.step(samples_for(policy)))
         after = lora_state(learner)

@@ -3,12 +3,9 @@ learner's passes only."""
 
 from __future__ import annotations
 
-import pytest
-
 from spadework.train import Learner, TrainConfig
 from spadework.train.linear16 import Linear16
 from tests.train.conftest import make_tiny_policy
-from tests.train.test_learner import lora_state, samples_for
 
 
 def test_products_round_like_llamacpp_inside_the_context_and_nothing_changes_outside():
@@ -49,28 +46,10 @@ def test_a_trainable_weight_gets_its_gradient_in_fp32_through_the_cast():
     assert torch.allclose(layer.weight.grad, x.sum(0).expand_as(layer.weight), rtol=0.02, atol=0.02)
 
 
-@pytest.mark.parametrize("checkpointing", [False, True])
-def test_a_learner_step_in_bfloat16_linear_matches_fp32_closely(checkpointing):
-    """LoRA adapters stay fp32 and unpatched; with recomputation the backward pass runs the
-    layers again inside the step's context (a dtype change would fail the recomputation)."""
-    import torch
-
-    stats, deltas = [], []
-    for dtype in ("float32", "bfloat16-linear"):
-        policy = make_tiny_policy()
-        learner = Learner(policy, TrainConfig(lr=1e-3, micro_batch_size=3, compute_dtype=dtype,
-                                              gradient_checkpointing=checkpointing))
-        if dtype != "float32":
-            assert not any("lora_" in n for n, m in learner.model.named_modules()
-                           if "forward" in vars(m))
-        before = lora_state(learner)
-        stats.append(learner.step(samples_for(policy)))
-        after = lora_state(learner)
-        deltas.append(torch.cat([(after[k] - before[k]).flatten() for k in sorted(after)]))
-    r = stats[1]["importance_ratio"]["all"]
-    assert abs(r["mean"] - 1) < 1e-3 and r["max"] < 1.01
-    assert float(torch.nn.functional.cosine_similarity(deltas[0], deltas[1], dim=0)) > 0.99
-    assert stats[1]["loss"] == pytest.approx(stats[0]["loss"], abs=1e-2)
+def test_a_lora_learner_patches_the_base_layers_and_leaves_the_adapters_alone():
+    learner = Learner(make_tiny_policy(), TrainConfig(compute_dtype="bfloat16-linear"))
+    patched = [n for n, m in learner.model.named_modules() if "forward" in vars(m)]
+    assert len(patched) == 2 * 7 and all(n.endswith("base_layer") for n in patched)
 
 
 def test_auto_is_bfloat16_linear_on_a_cpu_with_native_bfloat16():
