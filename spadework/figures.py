@@ -203,8 +203,9 @@ class IterationFigures:
         return {name: getattr(getattr(self, name), "seconds", None) for name in STAGES[:-1]}
 
     def peak_rss(self) -> dict[str, int]:
-        """Each stage's peak resident memory in MiB, for the stages that measured one."""
-        return {name: peak for name in STAGES
+        """Each stage's peak resident memory in MiB but the store's (which writes the line that
+        holds them), for the stages that measured one."""
+        return {name: peak for name in STAGES[:-1]
                 if (peak := getattr(getattr(self, name), "peak_rss_mib", None)) is not None}
 
     def to_dict(self) -> dict[str, Any]:
