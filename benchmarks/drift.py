@@ -16,12 +16,13 @@ the run) against the learner's for the same tokens under each ``--dtypes`` entry
 (``Learner.logprobs``: the step's packing, attention and head, no gradient), so the long
 multi-turn contexts of the main job are what is measured, not short replies.
 
+Both name the worst tokens (sample, position in its row, both logprobs).
+
 ``--run DIR --iteration I`` measures a finished run's own step: the agent samples of iteration
 ``I`` rebuilt from the run's archive as its learner step built them (the preset's packing and
 format weight), scored by a learner carrying the run's checkpoint of iteration ``I - 1`` (the
 weights the engine played iteration ``I`` with), so the importance ratios the run reported for
-that step can be split between the learner's arithmetic (``--dtypes``) and the sampler. It
-also names the worst tokens (sample, position in the row, both logprobs).
+that step can be split between the learner's arithmetic (``--dtypes``) and the sampler.
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/drift.py
        [--model qwen2.5-coder-0.5b-instruct] [--weights bf16,f16] [--dtypes float32,bfloat16]
@@ -59,28 +60,53 @@ def figures(gaps: list[float], ratios: list[float]) -> dict:
             "ratio_max": round(max(ratios), 5)}
 
 
-def batch_drift(args: argparse.Namespace) -> dict:
-    """Per compute dtype: the gap between a saved batch's sampler logprobs and the learner's."""
+def trained_positions(sample) -> list[int]:
+    """Where each trained token of ``sample`` sits in its sequence (prompt first; a packed
+    episode's untrained host messages in between are skipped)."""
+    flags = sample.trained or (True,) * len(sample.output_ids)
+    return [len(sample.prompt_ids) + j for j, t in enumerate(flags) if t]
+
+
+def score_cells(out: dict, samples: list, model: str, settings: dict, dtypes: str,
+                checkpoint: Path | None = None) -> dict:
+    """Per compute dtype in ``dtypes``: a learner of ``model`` with ``settings`` (and the
+    ``checkpoint`` loaded, when given) scores the samples' trained tokens; the gap and ratio
+    figures against their sampler logprobs, the worst tokens and the seconds, under
+    ``out["cells"]``."""
     import torch
 
     from spadework.policy.hf import load_hf_policy
     from spadework.train import Learner, TrainConfig
-    from spadework.train.batch import sample_from_dict
+    from spadework.train.checkpoint import load_learner
 
     torch.set_num_threads(2)
+    for dtype in dtypes.split(","):
+        learner = Learner(load_hf_policy(model),
+                          TrainConfig(**{**settings, "compute_dtype": dtype, "threads": 2}))
+        if checkpoint is not None:
+            load_learner(learner, checkpoint)
+        t0 = time.perf_counter()
+        mine = learner.logprobs(samples)
+        pairs = [(i, pos, a, b) for i, (lp, s) in enumerate(zip(mine, samples))
+                 for pos, a, b in zip(trained_positions(s), lp, s.logprobs)]
+        out["cells"][dtype] = {**figures([abs(a - b) for *_, a, b in pairs],
+                                         [math.exp(a - b) for *_, a, b in pairs]),
+                               "worst": worst(pairs),
+                               "score_seconds": round(time.perf_counter() - t0, 2)}
+        print(f"{dtype}: {out['cells'][dtype]}", file=sys.stderr, flush=True)
+        del learner
+    return out
+
+
+def batch_drift(args: argparse.Namespace) -> dict:
+    """Per compute dtype: the gap between a saved batch's sampler logprobs and the learner's."""
+    from spadework.train.batch import sample_from_dict
+
     with open(args.batch) as f:
         samples = [sample_from_dict(json.loads(line)) for line in f if line.strip()]
     out: dict = {"model": args.model, "batch": args.batch, "samples": len(samples),
                  "longest": max(s.length for s in samples), "cells": {}}
-    for dtype in args.dtypes.split(","):
-        learner = Learner(load_hf_policy(args.model), TrainConfig(compute_dtype=dtype, threads=2))
-        t0 = time.perf_counter()
-        mine = learner.logprobs(samples)
-        pairs = [(a, b) for lp, s in zip(mine, samples) for a, b in zip(lp, s.logprobs)]
-        out["cells"][dtype] = {**figures([abs(a - b) for a, b in pairs], [math.exp(a - b) for a, b in pairs]),
-                               "score_seconds": round(time.perf_counter() - t0, 2)}
-        print(f"{dtype}: {out['cells'][dtype]}", file=sys.stderr, flush=True)
-    return out
+    return score_cells(out, samples, args.model, {}, args.dtypes)
 
 
 def run_samples(run_dir: Path, iteration: int) -> tuple[list, dict, str]:
@@ -113,35 +139,13 @@ def worst(pairs: list[tuple[int, int, float, float]], n: int = 5) -> list[dict]:
 
 def run_drift(args: argparse.Namespace) -> dict:
     """Per compute dtype: the gap on a run's own iteration, at the weights it was sampled with."""
-    import torch
-
-    from spadework.policy.hf import load_hf_policy
-    from spadework.train import Learner, TrainConfig
-    from spadework.train.checkpoint import load_learner
-
-    torch.set_num_threads(2)
     run_dir = Path(args.run)
     samples, settings, model = run_samples(run_dir, args.iteration)
-    ckpt = run_dir / "checkpoints" / f"iter_{args.iteration - 1:04d}"
+    ckpt = run_dir / "checkpoints" / f"iter_{args.iteration - 1:04d}" if args.iteration else None
     out: dict = {"model": model, "run": str(run_dir), "iteration": args.iteration,
-                 "checkpoint": str(ckpt) if args.iteration else None,
+                 "checkpoint": str(ckpt) if ckpt else None,
                  "samples": len(samples), "longest": max(s.length for s in samples), "cells": {}}
-    for dtype in args.dtypes.split(","):
-        learner = Learner(load_hf_policy(model),
-                          TrainConfig(**{**settings, "compute_dtype": dtype, "threads": 2}))
-        if args.iteration:
-            load_learner(learner, ckpt)
-        t0 = time.perf_counter()
-        mine = learner.logprobs(samples)
-        pairs = [(i, len(s.prompt_ids) + j, a, b) for i, (lp, s) in enumerate(zip(mine, samples))
-                 for j, (a, b) in enumerate(zip(lp, s.logprobs))]
-        out["cells"][dtype] = {**figures([abs(a - b) for *_, a, b in pairs],
-                                         [math.exp(a - b) for *_, a, b in pairs]),
-                               "worst": worst(pairs),
-                               "score_seconds": round(time.perf_counter() - t0, 2)}
-        print(f"{dtype}: {out['cells'][dtype]}", file=sys.stderr, flush=True)
-        del learner
-    return out
+    return score_cells(out, samples, model, settings, args.dtypes, ckpt)
 
 
 def main() -> None:

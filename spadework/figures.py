@@ -27,8 +27,8 @@ STAGES = ("design", "pool", "hints", "play", "reward", "train", "eval", "store")
 @dataclass(frozen=True, kw_only=True)
 class StageFigures:
     """What every stage reports: its wall time (``seconds``) and this process's peak resident
-    memory during it (``peak_rss_mib``, :mod:`spadework.rss`; None where the system cannot reset
-    the peak), both set when the stage commits. The store stage reports only those."""
+    memory during it (``peak_rss_mib``, :mod:`spadework.rss`; None where ``/proc`` cannot be
+    read), both set when the stage commits. The store stage reports only those."""
 
     peak_rss_mib: int | None = None
     seconds: float | None = None

@@ -77,7 +77,7 @@ class PeakMeter:
     def _sample(self) -> None:
         while not self._stop.wait(self.interval):
             now = resident_mib()
-            if now is not None and (self._sampled is None or now > self._sampled):
+            if now is not None and now > self._sampled:  # started only with a first reading
                 self._sampled = now
 
     def __exit__(self, *exc: Any) -> None:

@@ -112,9 +112,9 @@ class Learner:
                                   '(autocast) or "float32", or fsdp = false')
             self._compute = "bfloat16"
         # the decoder's products in bfloat16 inside the learner's passes (spadework.train.linear16)
-        self._linear16 = Linear16(policy.model) if self._compute == "bfloat16-linear" else nullcontext()
-        self._ref_linear16 = (Linear16(self._ref) if self._ref is not None and self._compute == "bfloat16-linear"
-                              else nullcontext())
+        linear16 = self._compute == "bfloat16-linear"
+        self._linear16 = Linear16(policy.model) if linear16 else nullcontext()
+        self._ref_linear16 = Linear16(self._ref) if linear16 and self._ref is not None else nullcontext()
         # attention by the rows' layout instead of an L x L mask (spadework.train.attention)
         self._segments = self.cfg.segment_attention and use_segments(policy.model)
         self._ref_segments = self._ref is not None and self.cfg.segment_attention and use_segments(self._ref)
