@@ -167,7 +167,12 @@ def main() -> None:
     if (args.run is None) != (args.iteration is None):
         ap.error("--run and --iteration go together")
     if args.run:
-        print(json.dumps(run_drift(args), indent=1))
+        from spadework.errors import SpadeworkError
+
+        try:
+            print(json.dumps(run_drift(args), indent=1))
+        except SpadeworkError as e:  # not a run, a damaged or missing checkpoint: say which
+            raise SystemExit(f"drift.py: {e}") from None
         return
     if args.batch:
         print(json.dumps(batch_drift(args), indent=1))
