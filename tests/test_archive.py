@@ -563,7 +563,7 @@ def test_memory_examples_rank_by_regret_within_the_band(arc: Archive) -> None:
     assert [m.class_name for m in arc.memory_examples("optimization", lo=0.3, hi=0.6)] == ["AEnv"]
     neg = arc.memory_negatives("optimization", k=3)  # the most extreme first: 1.0, then 0.05
     assert [(n.class_name, n.reason) for n in neg] == [("EEnv", "too easy"), ("DEnv", "too hard")]
-    assert neg[0].excerpt.startswith("class EEnv:") and "EEnv" in neg[0].note
+    assert neg[0].summary == "" and "EEnv" in neg[0].note  # no docstring, no Concept line
     with pytest.raises(ArchiveError, match="lo must be <= hi"):
         arc.memory_examples("optimization", lo=0.9, hi=0.1)
 

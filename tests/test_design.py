@@ -168,7 +168,8 @@ def test_memory_examples_and_warnings_appear_in_the_prompt(sb, archive):
     (res,) = run(ScriptedPolicy([["junk"]]), sb, archive, 1, cfg=roomy, skills=[skill], iteration=1)
     prompt = res.attempts[0].messages[1]["content"]
     assert good.code.strip() in prompt and "win rate 0.50" in prompt
-    assert "too easy" in prompt and "class NimEnv" in prompt and easy.code.strip() not in prompt
+    assert "Avoid designs like NimEnv (" in prompt and "too easy for the agent" in prompt
+    assert "class NimEnv" not in prompt  # named and summarized, never shown as code
     assert set(res.attempts[0].memory_ids) == {good.env_id, easy.env_id}
 
 
@@ -220,12 +221,13 @@ def test_screen_reply_refuses_huge_and_binary():
     assert screen_reply(fenced(GOOD_CODE), "stop", 10) is None
 
 
-def test_prompt_lists_negatives_with_reason_and_excerpt():
+def test_prompt_names_negatives_with_reason_and_summary_without_code():
     from spadework.archive import MemoryNegative
 
-    neg = MemoryNegative("ab" * 32, "NimEnv", "x", 0.98, "too easy", "class NimEnv:\n    pass")
+    neg = MemoryNegative("ab" * 32, "NimEnv", "x", 0.98, "too easy", "Nim with two heaps.")
     text = build_design_prompt("A doc.", GAMES[0], negatives=[neg])[1]["content"]
-    assert "too easy (win rate 0.98)" in text and "class NimEnv:\n    pass" in text
+    assert "NimEnv (Nim with two heaps.): it was too easy for the agent (win rate 0.98)" in text
+    assert "class NimEnv" not in text
 
 
 @pytest.mark.slow

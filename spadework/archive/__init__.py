@@ -8,7 +8,7 @@ their turns; per-iteration metrics; named state (e.g. the curriculum). See
 """
 
 from spadework.archive.export import FORMATS, export_envs
-from spadework.archive.memory import code_excerpt
+from spadework.archive.memory import design_summary
 from spadework.archive.records import (
     ACCEPTED,
     ENV_ORIGINS,
@@ -29,5 +29,5 @@ __all__ = [
     "ACCEPTED", "ARCHIVE_FILENAME", "ENV_ORIGINS", "ENV_STATUSES", "FORMATS", "SCHEMA_VERSION",
     "Archive", "DesignAttempt", "EnvRecord", "EnvStats", "GroundingDocument", "ImportRecord",
     "IterationRecord", "MemoryNegative",
-    "MemoryPositive", "archive_path", "code_excerpt", "export_envs",
+    "MemoryPositive", "archive_path", "design_summary", "export_envs",
 ]

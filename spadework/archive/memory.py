@@ -5,14 +5,18 @@ Departures from the reference implementation (see spade-reference.md, section 7)
 - Positives are ranked deterministically (regret descending, then the most recently played,
   then the id) and the top ``k`` returned; a caller that wants variety samples from a larger
   ``k`` with its own seeded RNG. The reference sampled from the top ten with an unseeded RNG.
-- Negatives carry the class name and an excerpt of the code from the class definition on,
-  where the reference named only a file stem and showed no code.
+- Negatives carry the class name and what the game is (its docstring's first line, or its
+  ``# Concept:`` comment), where the reference named only a file stem. No code: an excerpt of a
+  starter (``SIZES[self.level]``, ``rules(self.level)``, names defined outside the excerpt) was
+  copied into a design that then failed to load (run l, iteration 2, ``DNAEnv``).
 - Win rates and regrets are those of the latest iteration that played the environment; the
   archive has no FIFO capacity, so old environments are never silently forgotten.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 import sqlite3
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -32,25 +36,29 @@ _BASE = ("SELECT e.env_id, e.class_name, e.skill, e.code, s.win_rate, s.regret "
          "FROM envs AS e JOIN env_stats AS s ON s.env_id = e.env_id WHERE e.status = 'accepted'")
 
 
-def code_excerpt(code: str, class_name: str, chars: int = 400) -> str:
-    """Up to ``chars`` characters of ``code`` from the line defining ``class_name`` on (from the
-    start when that line is not found), cut at a line end where possible.
+def design_summary(code: str, class_name: str, chars: int = 160) -> str:
+    """What the game ``class_name`` in ``code`` is, in one line: the first line of the class's
+    docstring, else the module's ``# Concept:`` comment, else "" (also when the code does not
+    parse); at most ``chars`` characters.
 
-    >>> code_excerpt("import x\\n\\nclass AEnv:\\n    def reset(self): ...\\n", "AEnv", 40)
-    'class AEnv:\\n    def reset(self): ...'
-    >>> code_excerpt("a = 1\\nb = 2\\n", "Missing", 7)
-    'a = 1'
+    >>> design_summary("class AEnv:\\n    \'\'\'Nim with two heaps.\\n\\n    More.\'\'\'\\n", "AEnv")
+    'Nim with two heaps.'
+    >>> design_summary("# Concept: tides\\nclass BEnv:\\n    pass\\n", "BEnv")
+    'tides'
+    >>> design_summary("class (", "CEnv")
+    ''
     """
-    start = 0
-    for marker in (f"class {class_name}(", f"class {class_name}:"):
-        i = code.find(marker)
-        if i >= 0:
-            start = i
-            break
-    text = code[start:start + chars]
-    if start + chars < len(code) and "\n" in text:
-        text = text[: text.rindex("\n")]
-    return text.rstrip()
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            doc = (ast.get_docstring(node) or "").strip()
+            if doc:
+                return doc.splitlines()[0].strip()[:chars]
+    concept = re.search(r"^\s*#\s*Concept:\s*(.+)$", code, re.MULTILINE)
+    return concept.group(1).strip()[:chars] if concept else ""
 
 
 def _filters(skill: str | None, setting: str | None) -> tuple[str, list]:
@@ -91,7 +99,7 @@ def memory_examples(archive: Queryable, skill: str | None, *, lo: float = 0.15, 
 
 def memory_negatives(archive: Queryable, skill: str | None, *, k: int = 1, too_easy: float = 0.9,
                      too_hard: float = 0.1, setting: str | None = None,
-                     excerpt_chars: int = 400) -> list[MemoryNegative]:
+                     summary_chars: int = 160) -> list[MemoryNegative]:
     """Accepted environments of ``skill`` the agent solves too often (win rate > ``too_easy``)
     or too rarely (< ``too_hard``): the most extreme first (distance of the win rate from 0.5),
     then the most recently played, then env id."""
@@ -104,7 +112,7 @@ def memory_negatives(archive: Queryable, skill: str | None, *, k: int = 1, too_e
     return [
         MemoryNegative(r["env_id"], r["class_name"], r["skill"], r["win_rate"],
                        "too easy" if r["win_rate"] > too_easy else "too hard",
-                       code_excerpt(r["code"], r["class_name"], excerpt_chars))
+                       design_summary(r["code"], r["class_name"], summary_chars))
         for r in rows
     ]
 

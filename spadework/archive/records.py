@@ -285,14 +285,15 @@ class MemoryPositive:
 
 @dataclass(frozen=True)
 class MemoryNegative:
-    """An environment the agent always or never solves: ``reason`` is "too easy" or "too hard"."""
+    """An environment the agent always or never solves: ``reason`` is "too easy" or "too hard";
+    ``summary`` says what the game is (:func:`spadework.archive.memory.design_summary`)."""
 
     env_id: str
     class_name: str
     skill: str | None
     win_rate: float
     reason: str
-    excerpt: str
+    summary: str
 
     @property
     def note(self) -> str:

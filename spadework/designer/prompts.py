@@ -5,7 +5,7 @@ truth; see :func:`contract_text`) and the standing texts of :mod:`spadework.desi
 
 A fresh design is grounded in a document and a skill, with memory from the archive: positives
 (environments at the edge of the agent's ability, shown with their code) and negatives (too easy
-or too hard, shown with the reason and an excerpt). A mutation shows an archived parent and asks
+or too hard, named with the reason and what the game is, without code). A mutation shows an archived parent and asks
 for a harder, easier or varied child. A repair turn carries the checker's stage and reason.
 """
 
@@ -192,13 +192,25 @@ def build_design_prompt(
         parts.append(f"Example {i} of a well-calibrated earlier design ({ex.note}); use it for "
                      f"structure, but design a different game:\n```python\n{ex.code.strip()}\n```")
     for neg in negatives:
-        parts.append(f"Avoid designs like this one, which was {neg.note}:\n```python\n"
-                     f"{neg.excerpt.strip()}\n```")
+        parts.append(negative_line(neg))
     if feedback:
         parts.append(feedback)
     lead = PLAN if examples or memory or skill.setting == "tool-use" else CONCEPT
     parts.append(lead + " " + reply_instruction(max_tokens))
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def negative_line(neg: MemoryNegative) -> str:
+    """One line naming an archived game the agent always or never won, and what it is; no code
+    (a copied excerpt carries names defined outside it).
+
+    >>> from spadework.archive import MemoryNegative
+    >>> print(negative_line(MemoryNegative("ab", "NimEnv", "x", 0.0, "too hard", "Nim, 3 heaps.")))
+    Avoid designs like NimEnv (Nim, 3 heaps.): it was too hard for the agent (win rate 0.00).
+    """
+    what = f" ({neg.summary})" if neg.summary else ""
+    return (f"Avoid designs like {neg.class_name}{what}: it was {neg.reason} for the agent "
+            f"(win rate {neg.win_rate:.2f}).")
 
 
 def reply_instruction(max_tokens: int | None, new: bool = False) -> str:
