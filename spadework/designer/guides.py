@@ -90,8 +90,9 @@ reads the agent's move from its \\boxed{...}, ends the game after max_turns move
 every observation so that a small agent can read it. Do not write __init__, reset or step. You
 write only:
 - LEVELS = 3, and setup(self, rng): build the instance for self.level from rng (a
-  random.Random). Level 1 is easy enough to win in one or two careful moves; a higher level is
-  a bigger instance (more digits, a wider range, more items), never new rules.
+  random.Random). self.level (1 to LEVELS) is given: read it, never assign it. Level 1 is
+  easy enough to win in one or two careful moves; a higher level is a bigger instance (more
+  digits, a wider range, more items), never new rules.
 - task(self): the task and its current state, with every number and rule the answer depends
   on: the agent must be able to work out the answer from this text alone.
 - example(self): one concrete legal move that is not the answer, such as "7" or "3 + 4".
@@ -128,6 +129,9 @@ CHECKLIST = {
         "must be defined in your module, and rng exists only inside setup().\n"
         "- A placeholder as the example: example() returns a real move such as \"12\", never "
         "\"N\", \"number\" or \"...\".\n"
+        "- Assigning self.level. It is the level you are asked to build (1 to LEVELS): read it "
+        "to size the instance, never write self.level = ...; store your own values under other "
+        "names.\n"
         "- judge() returns exactly two values: one of self.WIN, self.LOSE, self.CONTINUE, "
         "self.INVALID, and a message string.\n"
         "- solution() returns self.box(...) or a list of them, computed from the state built in "
