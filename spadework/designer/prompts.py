@@ -30,8 +30,8 @@ from spadework.skills import Skill
 CONCEPT = ("Inside the code block, start with a comment line `# Concept: ...` that names the "
            "concept.")
 PLAN = ("Write a new module in the example's structure for a concept from the document: a new "
-        "class name, new state drawn in reset(), a new task text and a new way to compute the "
-        "answer; keep the imports it needs. " + CONCEPT)
+        "class name, new state drawn from the seed, a new task text and a new way to compute "
+        "the answer; keep the imports it needs. " + CONCEPT)
 
 _STEPS = {"easy": 2, "medium": 3, "hard": 4}
 
