@@ -33,6 +33,9 @@ Rules, in order:
    removed), and the f-string that the ``SyntaxError`` points at has its literal braces doubled
    where they cannot be replacement fields (``f"answer as \\\\boxed{your move}"``), then it is
    parsed again.
+6. A module that parses gets two more, each recorded: a value the environment class stores
+   under one of its method names (``self.step = 3``) is renamed (:func:`~spadework.env.repair.
+   unshadow_methods`), and the kit or standard imports it uses and left out are added.
 
 Departures from the reference (``extract_game_code`` + ``repair_fstring_braces``): it takes the
 *first* ``python`` fence and never strips thinking, so a draft in the thinking wins over the final
@@ -51,7 +54,7 @@ from dataclasses import dataclass
 
 from spadework.env.contract import find_env_class
 from spadework.env.reference import PRELUDE, _insert_at, missing_prelude
-from spadework.env.repair import parse_with_repair
+from spadework.env.repair import parse_with_repair, unshadow_methods
 from spadework.errors import ContractError, ExtractError
 
 __all__ = ["MAX_REPLY_CHARS", "PYTHON_LANGS", "ExtractedModule", "extract_env_module", "parse_with_repair"]
@@ -426,8 +429,11 @@ def _module_of(code: str) -> ExtractedModule:
         name = find_env_class(tree)
     except ContractError as e:
         raise ExtractError(e.reason) from e
+    fixed, renamed = unshadow_methods(fixed, tree, name)
+    if renamed:
+        tree = ast.parse(fixed)
     fixed, added = add_missing_imports(fixed, tree)
-    return ExtractedModule(fixed, name, repairs + added)
+    return ExtractedModule(fixed, name, repairs + renamed + added)
 
 
 #: Imports a reply may leave out that can be added without guessing: the sandbox's kits.

@@ -1,8 +1,11 @@
-"""The automatic repairs extraction makes to code that does not parse, each recorded.
+"""The automatic repairs extraction makes to the code the model wrote, each recorded.
 
-Two kinds, tried where the parser points: non-breaking, wide and invisible spaces that text tools
-put into code (made plain or removed), and f-strings with literal braces
-(``f"answer as \\\\boxed{your move}"``: the braces that cannot be replacement fields are doubled).
+Two kinds for code that does not parse, tried where the parser points: non-breaking, wide and
+invisible spaces that text tools put into code (made plain or removed), and f-strings with
+literal braces (``f"answer as \\\\boxed{your move}"``: the braces that cannot be replacement
+fields are doubled). One for code that parses: a value the environment class stores under its own
+method's name (``self.step = rng.randint(1, 9)``) is renamed, so that the method stays callable
+(:func:`unshadow_methods`).
 
 Departure from the reference (``repair_fstring_braces``): it doubles any ``{...}`` on the
 failing line, including dict literals outside f-strings, which turns ``{"a": 1}`` into a set of
@@ -13,6 +16,7 @@ do not compile.
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 
 _MAX_REPAIR_ROUNDS = 20
@@ -176,3 +180,106 @@ def _field_compiles(field: str, prefix: str, quote: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+#: Methods the harness and the kits call on an environment whatever its base class.
+CONTRACT_METHODS = frozenset({"reset", "step", "solution", "hint"})
+
+
+def _kit_methods() -> dict[str, frozenset[str]]:
+    """The public methods of the two sandbox kits, by base-class name (``level`` and the other
+    properties are not methods: a kit guards them itself)."""
+    from spadework.env.gameenv import GameEnv
+    from spadework.env.toolenv import ToolEnv
+
+    return {b.__name__: frozenset(n for n, v in inspect.getmembers(b, inspect.isfunction)
+                                  if not n.startswith("_"))
+            for b in (GameEnv, ToolEnv)}
+
+
+def unshadow_methods(code: str, tree: ast.Module, class_name: str) -> tuple[str, tuple[str, ...]]:
+    """``code`` with each value the environment class stores under one of its own method names
+    (``self.step = rng.randint(1, 9)`` in a ``GameEnv``: the instance's ``step`` is then an int,
+    and every move raises ``TypeError: 'int' object is not callable``) renamed to
+    ``<name>_value``, in every read and write of ``self.<name>`` that is not a call; with a
+    repair note per name.
+
+    A method name is one the class defines, one of its kit's (``GameEnv``, ``ToolEnv``) or one
+    of the contract's (``reset``, ``step``, ``solution``, ``hint``). Calls ``self.<name>(...)``
+    keep calling the method. Nothing is renamed when a stored value could be a callable meant to
+    replace the method (a lambda, a method of the instance, a function of the module).
+
+    >>> src = ("class A(GameEnv):\\n    def setup(self, rng):\\n        self.step = 3\\n"
+    ...        "    def task(self):\\n        return str(self.step + self.task_count())\\n")
+    >>> fixed, notes = unshadow_methods(src, ast.parse(src), "A")
+    >>> print(fixed)  # doctest: +NORMALIZE_WHITESPACE
+    class A(GameEnv):
+        def setup(self, rng):
+            self.step_value = 3
+        def task(self):
+            return str(self.step_value + self.task_count())
+    >>> notes
+    ('renamed self.step to self.step_value: the class stored a value under its method step() (line 3)',)
+    """
+    cls = next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == class_name), None)
+    if cls is None:
+        return code, ()
+    methods = set(CONTRACT_METHODS)
+    methods |= {s.name for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    kits = _kit_methods()
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id in kits:
+            methods |= kits[base.id]
+    called: set[int] = set()
+    uses: dict[str, list[ast.Attribute]] = {}
+    stores: dict[str, list[tuple[int, int, str]]] = {}  # name -> (line, target's id, self)
+    values: dict[int, ast.AST] = {}  # a plain assignment's target -> the value assigned
+    for fn in (s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        if not fn.args.args:
+            continue
+        me = fn.args.args[0].arg
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                called.add(id(node.func))
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                values.update({id(t): node.value for t in targets})
+            if _is_self_attr(node, me) and node.attr in methods:
+                uses.setdefault(node.attr, []).append(node)
+                if isinstance(node.ctx, ast.Store):  # a target: assigned, augmented, looped
+                    stores.setdefault(node.attr, []).append((node.lineno, id(node), me))
+    functions = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if not stores or any(_may_be_method(values.get(t), me, methods, functions)
+                         for found in stores.values() for _, t, me in found):
+        return code, ()
+    taken = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    taken |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    edits, notes = [], []
+    for name in sorted(stores):
+        new = f"{name}_value"
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        nodes = [n for n in uses[name] if id(n) not in called]
+        first = min(line for line, _, _ in stores[name])
+        edits += [(n.end_lineno, n.end_col_offset - len(name), n.end_col_offset, new) for n in nodes]
+        notes.append(f"renamed self.{name} to self.{new}: the class stored a value under its "
+                     f"method {name}() (line {first})")
+    lines = code.splitlines(keepends=True)
+    for lineno, start, end, new in sorted(edits, reverse=True):
+        raw = lines[lineno - 1].encode("utf-8")  # ast offsets count UTF-8 bytes
+        lines[lineno - 1] = (raw[:start] + new.encode() + raw[end:]).decode("utf-8")
+    return "".join(lines), tuple(notes)
+
+
+def _is_self_attr(node: ast.AST, me: str) -> bool:
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == me)
+
+
+def _may_be_method(value: ast.AST | None, me: str, methods: set[str], functions: set[str]) -> bool:
+    """Whether a stored value could be a callable meant to replace the method: a lambda, a
+    method of the instance or a function of the module."""
+    return (isinstance(value, ast.Lambda)
+            or (_is_self_attr(value, me) and value.attr in methods)
+            or (isinstance(value, ast.Name) and value.id in functions))

@@ -668,3 +668,12 @@ def test_a_tool_env_of_call_steps_is_checked_at_every_level_with_the_failing_cal
     assert (report.failed_stage, report.reason.split(":")[0]) == ("solvable", "level 2")  # 1 passes
     assert 'call 2 of the steps, use({"item": "flour"' in report.reason
     assert "must be one of" in report.reason
+
+
+def test_a_game_storing_a_value_under_its_step_method_passes_after_the_rename(sb):
+    """The designer's game, under the main job's 4 turns: every move raised TypeError before."""
+    from tests.env.test_extract import SHADOWING
+
+    report = check(f"```python\n{SHADOWING}```", sandbox=sb, config=CheckConfig(max_turns=4))
+    assert report.ok, report.results
+    assert "renamed self.step to self.step_value" in report.results[0].reason

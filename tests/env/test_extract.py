@@ -423,3 +423,66 @@ def test_a_reply_that_forgot_its_imports_gets_them_added_and_says_so():
     assert "import random\n" in m.code and m.repairs == ("added the missing import: import random",)
     whole = extract_env_module(f"```python\n{GAMES_EXAMPLE}```")
     assert whole.repairs == () and whole.code.strip() == GAMES_EXAMPLE.strip()
+
+
+#: A 1.5B designer's reply (benchmarks/designer_validity.py, held-out slot 3 at temperature
+#: 0.2): a sound game whose increment is stored as self.step, GameEnv's own method.
+SHADOWING = '''from gameenv import GameEnv
+
+
+class MonotonicityEnv(GameEnv):
+    LEVELS = 3
+
+    def setup(self, rng):
+        self.start = rng.randint(1, 10)
+        self.step = rng.randint(1, 9)
+        self.answer = self.start
+        for _ in range(self.level):
+            self.answer += self.step
+
+    def task(self):
+        return (f"A sequence starts with {self.start} and each term is obtained by adding {self.step}. "
+                f"What is the balance after {self.level} term(s)? Answer with a whole number.")
+
+    def example(self):
+        return str(self.start)
+
+    def judge(self, move):
+        if not move.isdigit():
+            return self.INVALID, f"{move} is not a whole number."
+        if int(move) == self.answer:
+            return self.WIN, "That is the balance."
+        if int(move) > self.answer:
+            return self.CONTINUE, f"{move} is too high."
+        return self.CONTINUE, f"{move} is too low."
+
+    def solution(self):
+        return self.box(self.answer)
+'''
+
+
+def test_a_value_stored_under_a_method_name_is_renamed() -> None:
+    m = extract_env_module(fence(SHADOWING))
+    assert "self.step" not in m.code.replace("self.step_value", "")
+    assert m.code.count("self.step_value") == 3
+    assert m.repairs == ("renamed self.step to self.step_value: the class stored a value under "
+                         "its method step() (line 9)",)
+
+
+def test_unshadowing_keeps_calls_and_leaves_possible_replacements_alone() -> None:
+    calls = ("class A(GameEnv):\n    def setup(self, rng):\n        self.judge = rng.random()\n"
+             "        self.solution = 4\n"
+             "    def task(self):\n        return self.judge(self.solution)  # a call stays\n")
+    m = extract_env_module(fence(calls))
+    assert "self.judge(self.solution_value)" in m.code and "self.judge_value = rng" in m.code
+    assert [r.split(":")[0] for r in m.repairs[:2]] == ["renamed self.judge to self.judge_value",
+                                                        "renamed self.solution to self.solution_value"]
+    for value in ("lambda a: a", "self.judge", "helper"):
+        code = (f"def helper(a):\n    return a\n\nclass B(GameEnv):\n    def setup(self, rng):\n"
+                f"        self.step = {value}\n")
+        assert "renamed" not in " ".join(extract_env_module(fence(code)).repairs), value
+    plain = "class C(GameEnv):\n    def setup(self, rng):\n        self.steps = 3\n"
+    assert not any("renamed" in r for r in extract_env_module(fence(plain)).repairs)
+    clash = ("class D(GameEnv):\n    def setup(self, rng):\n        self.step = 1\n"
+             "        self.step_value = 2\n")
+    assert "self.step_value_ = 1" in extract_env_module(fence(clash)).code
