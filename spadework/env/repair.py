@@ -19,6 +19,9 @@ import ast
 import inspect
 import re
 
+from spadework.env.gameenv import GameEnv
+from spadework.env.toolenv import ToolEnv
+
 _MAX_REPAIR_ROUNDS = 20
 #: Spaces a tokenizer refuses that text tools put into code; byte-order marks and zero-width
 #: characters are removed, the others become a plain space.
@@ -189,9 +192,6 @@ CONTRACT_METHODS = frozenset({"reset", "step", "solution", "hint"})
 def _kit_methods() -> dict[str, frozenset[str]]:
     """The public methods of the two sandbox kits, by base-class name (``level`` and the other
     properties are not methods: a kit guards them itself)."""
-    from spadework.env.gameenv import GameEnv
-    from spadework.env.toolenv import ToolEnv
-
     return {b.__name__: frozenset(n for n, v in inspect.getmembers(b, inspect.isfunction)
                                   if not n.startswith("_"))
             for b in (GameEnv, ToolEnv)}
