@@ -18,6 +18,14 @@ whose arguments come from an earlier call's result into one reply when the turn 
 which this stage rightly flags (4 of the 6 fail it at 4 turns); making them play call by call is
 the tool-use setting's work, so tool-use environments are reported, not judged, here.
 
+The contents of the boxes in an observation do not count as shown: an example move
+(``for example \\boxed{6 8}``) illustrates the format, and the agent is never told that it
+holds the task's numbers. A game whose task said "Given the first two numbers of the Fibonacci
+sequence, what is the next term?" and printed the two numbers only as its example move passed
+this stage before (run m, 2026-12-05: 0 of 30 plays won, with or without the hint, the agent
+writing the example back or guessing Fibonacci numbers); its seeds now share one observation.
+The agent's own moves still count, as the history's moves.
+
 Moves are compared as the agent's parser reads them (the content of the last ``\\boxed{}`` for
 games), so ``"I say \\boxed{5}"`` and ``"\\boxed{5}"`` are the same move. Known blind spot: an
 environment that prints something different on every seed (a random name, a decoy number) makes
@@ -28,6 +36,7 @@ that repeat, which hidden-answer designs produce (one fixed task text, many answ
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from spadework.env.budget import Budget
@@ -36,10 +45,22 @@ from spadework.env.probe import Opener, call_env, do_reset, do_step, short, solu
 from spadework.errors import ContractError
 from spadework.settings.check import CheckConfig
 
+_BOX = re.compile(r"\\boxed\{[^{}]*\}")
+
 #: What a rejection asks the designer to change.
 FIX = ("every move of solution() must follow from what the agent has been shown: put the numbers "
        "and rules the answer depends on into the observation, or let solution() find the answer "
        "from the feedback as an agent would (for example a bisection with higher/lower replies)")
+
+
+def told(observation: str) -> str:
+    """What an observation tells the agent: its text with every box emptied (see the module
+    docstring).
+
+    >>> told("Add the two numbers. Reply in a box, for example \\\\boxed{6 8}.")
+    'Add the two numbers. Reply in a box, for example \\\\boxed{}.'
+    """
+    return _BOX.sub(r"\\boxed{}", observation)
 
 
 def canonical_move(action: str) -> str:
@@ -69,21 +90,24 @@ def visible_stage(open_env: Opener, cfg: CheckConfig, seeds: Sequence[int],
         for seed in seeds:
             obs = do_reset(env, seed, cfg.max_obs_chars)
             tools = call_env("tools()", env.tools) or []
-            openings.add(obs)
-            history: tuple = (json.dumps(tools, sort_keys=True, default=str), obs)
+            openings.add(told(obs))
+            history: tuple = (json.dumps(tools, sort_keys=True, default=str), told(obs))
             actions = solution_actions(call_env("solution()", env.solution))
             for k, action in enumerate(actions, 1):
                 move = canonical_move(action)
                 seen = first_move.setdefault(history, (seed, move, obs))
                 if seen[1] != move:
+                    boxes = ("; what is inside a box, such as the example move, does not count "
+                             "as shown" if seen[2] != obs else "")
                     raise ContractError(
                         f"hidden answer: seeds {seen[0]} and {seed} show the agent the same "
                         f"{'observation' if k == 1 else f'{k - 1} move(s) and observations'} "
-                        f"(last: {short(obs, 100)}), but solution() plays {short(seen[1], 30)} on "
-                        f"one and {short(move, 30)} on the other as move {k}; {FIX}")
+                        f"(last: {short(obs, 100)}{boxes}), but solution() plays "
+                        f"{short(seen[1], 30)} on one and {short(move, 30)} on the other as move "
+                        f"{k}; {FIX}")
                 step = do_step(env, action, cfg.max_obs_chars)
                 obs = step.obs
-                history = (*history, move, obs)
+                history = (*history, move, told(obs))
                 if step.done:
                     break
             budget.advance()

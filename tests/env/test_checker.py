@@ -677,3 +677,46 @@ def test_a_game_storing_a_value_under_its_step_method_passes_after_the_rename(sb
     report = check(f"```python\n{SHADOWING}```", sandbox=sb, config=CheckConfig(max_turns=4))
     assert report.ok, report.results
     assert "renamed self.step to self.step_value" in report.results[0].reason
+
+
+#: run m's one accepted design (2026-12-05): the task names "the first two numbers" and shows
+#: them only as the example move; the agent won 0 of 30 plays with or without the hint.
+NUMBERS_IN_THE_EXAMPLE = '''from gameenv import GameEnv
+
+
+class FibonacciEnv(GameEnv):
+    LEVELS = 3
+
+    def setup(self, rng):
+        self.n1, self.n2 = rng.randint(1, 9), rng.randint(1, 9)
+        self.answer = self.n1 + self.n2
+
+    def task(self):
+        return ("Given the first two numbers of the Fibonacci sequence, what is the next term? "
+                "Answer with a whole number.")
+
+    def example(self):
+        return str(self.n1) + " " + str(self.n2)
+
+    def judge(self, move):
+        if not move.isdigit():
+            return self.INVALID, f"{move} is not a whole number."
+        if int(move) == self.answer:
+            return self.WIN, "That is the next term."
+        if int(move) > self.answer:
+            return self.CONTINUE, f"{move} is too high."
+        return self.CONTINUE, f"{move} is too low."
+
+    def solution(self):
+        return self.box(self.answer)
+'''
+
+
+def test_numbers_shown_only_inside_the_example_box_are_not_shown(sb):
+    report = check(NUMBERS_IN_THE_EXAMPLE, sandbox=sb, module=True, config=CheckConfig(max_turns=4))
+    assert report.failed_stage == "visible", report.results
+    assert "hidden answer" in report.reason and "the example move, does not count" in report.reason
+    shown = NUMBERS_IN_THE_EXAMPLE.replace('"Given the first two numbers of the Fibonacci sequence',
+                                           'f"The first two numbers are {self.n1} and {self.n2}')
+    passed = check(shown, sandbox=sb, module=True, config=CheckConfig(max_turns=4)).results
+    assert "visible" in [r.stage for r in passed if r.passed]
