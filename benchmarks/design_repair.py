@@ -106,7 +106,7 @@ def main() -> None:
         with Archive.open_read_only(archive_path(run)) as a:
             codes += a.env_codes("accepted")
     index = NoveltyIndex(codes, k=cfg.check.shingle_size)
-    for example in prompt_examples(cfg.design.setting):  # as a run indexes them
+    for example in prompt_examples(cfg.design.setting, cfg.design.examples):  # as a run does
         index.add(example, threshold=cfg.check.example_novelty_threshold)
     policy = load_policy("llamacpp", cfg.role_model("designer"), max_batch_size=cfg.policy_batch,
                          threads=args.threads or cfg.threads)
