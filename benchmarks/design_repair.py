@@ -89,10 +89,9 @@ def main() -> None:
 
     from spadework.archive import Archive, archive_path
     from spadework.config import preset
-    from spadework.designer.examples import prompt_examples
+    from spadework.designer.examples import design_novelty_index
     from spadework.designer.judge import judge_reply
     from spadework.designer.prompts import fresh_repair_messages
-    from spadework.env.novelty import NoveltyIndex
     from spadework.policy.base import Conversation, SamplingParams
     from spadework.policy.load import load_policy
     from spadework.sandbox import Limits, Sandbox
@@ -105,9 +104,7 @@ def main() -> None:
     for run in args.runs:
         with Archive.open_read_only(archive_path(run)) as a:
             codes += a.env_codes("accepted")
-    index = NoveltyIndex(codes, k=cfg.check.shingle_size)
-    for example in prompt_examples(cfg.design.setting, cfg.design.examples):  # as a run does
-        index.add(example, threshold=cfg.check.example_novelty_threshold)
+    index = design_novelty_index(codes, cfg.design.setting, cfg.design.examples, cfg.check)
     policy = load_policy("llamacpp", cfg.role_model("designer"), max_batch_size=cfg.policy_batch,
                          threads=args.threads or cfg.threads)
     print(f"[design_repair] {len(items)} rejected first attempts from {len(args.runs)} runs; "

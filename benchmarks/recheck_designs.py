@@ -41,15 +41,15 @@ def archive_file(path: Path) -> Path:
     return path if path.is_file() else archive_path(path)
 
 
-def distinct_replies(paths: list[Path], setting: str) -> list[dict]:
-    """Each distinct reply of ``setting`` in the archives, with its stored verdict and the
-    archive's starters (what novelty is judged against)."""
+def distinct_replies(paths: list[Path], setting: str) -> tuple[list[dict], dict[str, list[str]]]:
+    """Each distinct reply of ``setting`` in the archives, with its stored verdict; and each
+    archive's starters (what novelty is judged against), by source."""
     from spadework.archive import Archive
 
-    seen, rows = set(), []
+    seen, rows, starters = set(), [], {}
     for path in paths:
         with Archive.open_read_only(archive_file(path)) as a:
-            starters = [r["code"] for r in a.query(
+            starters[str(path)] = [r["code"] for r in a.query(
                 "SELECT code FROM envs WHERE status = 'accepted' AND origin = 'starter'")]
             for r in a.query("SELECT reply, finish_reason, outcome, reason FROM attempts "
                              "WHERE setting = ? ORDER BY iteration, slot, attempt", (setting,)):
@@ -57,9 +57,8 @@ def distinct_replies(paths: list[Path], setting: str) -> list[dict]:
                     continue
                 seen.add(r["reply"])
                 rows.append({"source": str(path), "reply": r["reply"], "finish": r["finish_reason"],
-                             "outcome": r["outcome"], "reason": r["reason"] or "",
-                             "starters": starters})
-    return rows
+                             "outcome": r["outcome"], "reason": r["reason"] or ""})
+    return rows, starters
 
 
 def main() -> None:
@@ -74,23 +73,18 @@ def main() -> None:
                  "an archive.sqlite file")
 
     from spadework.config import preset
-    from spadework.designer.examples import prompt_examples
+    from spadework.designer.examples import design_novelty_index
     from spadework.designer.judge import judge_reply
-    from spadework.env.novelty import NoveltyIndex
     from spadework.sandbox import Limits, Sandbox
 
     t0 = time.time()
     cfg = preset(args.preset)
-    rows = distinct_replies(args.archives, args.setting)
-    indexes: dict[str, NoveltyIndex] = {}
+    rows, starters = distinct_replies(args.archives, args.setting)
+    indexes = {source: design_novelty_index(codes, args.setting, cfg.design.examples, cfg.check)
+               for source, codes in starters.items()}
     before, after, changed = Counter(), Counter(), []
     with Sandbox(Limits()) as sb:
         for k, row in enumerate(rows):
-            if row["source"] not in indexes:
-                index = NoveltyIndex(row["starters"], k=cfg.check.shingle_size)
-                for example in prompt_examples(args.setting, cfg.design.examples):
-                    index.add(example, threshold=cfg.check.example_novelty_threshold)
-                indexes[row["source"]] = index
             j = judge_reply(row["reply"], row["finish"], sandbox=sb,
                             max_tokens=cfg.design.max_tokens, seeds=None, check_config=cfg.check,
                             index=indexes[row["source"]])

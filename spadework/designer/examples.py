@@ -25,9 +25,12 @@ from __future__ import annotations
 import ast
 import functools
 import random
+from collections.abc import Iterable
 from pathlib import Path
 
 from spadework.designer.guides import TOOL_EXAMPLE
+from spadework.env.novelty import NoveltyIndex
+from spadework.settings.check import CheckConfig
 
 GAMES_EXAMPLE = '''\
 import random
@@ -149,3 +152,18 @@ def prompt_examples(setting: str, k: int = 1) -> tuple[str, ...]:
     if k < 1:
         return ()
     return (GAMES_EXAMPLE,) if k == 1 else games_examples()
+
+
+def design_novelty_index(codes: Iterable[str], setting: str, examples: int,
+                         check: CheckConfig) -> NoveltyIndex:
+    """The index a design stage judges novelty against: ``codes`` (the archive's accepted
+    environments) at the checker's threshold, and the example modules its prompts may show
+    (:func:`prompt_examples` of ``examples``) at ``check.example_novelty_threshold``.
+
+    >>> len(design_novelty_index([], "games", 3, CheckConfig()))
+    7
+    """
+    index = NoveltyIndex(codes, k=check.shingle_size)
+    for example in prompt_examples(setting, examples):
+        index.add(example, threshold=check.example_novelty_threshold)
+    return index

@@ -19,7 +19,8 @@ Every attempt is archived with its prompt, reply, token ids, logprobs, how it wa
 outcome; extracted code is archived as an accepted or rejected environment. Which attempts may
 ever train, and what they earn, is :mod:`spadework.designer.credit`'s.
 
-One :class:`NoveltyIndex` over the archive's accepted code is built per call and each accepted
+One novelty index over the archive's accepted code
+(:func:`spadework.designer.examples.design_novelty_index`) is built per call and each accepted
 environment is added to it at once, so two slots can never accept the same environment. The
 example modules (:func:`spadework.designer.examples.prompt_examples`, the ToolEnv guide's in tool use) are in
 the index too, so a copy of it is rejected as a near-duplicate, never accepted.
@@ -40,7 +41,7 @@ from typing import Any
 from spadework.archive.records import ACCEPTED, DesignAttempt, EnvRecord, GroundingDocument
 from spadework.corpus import truncate_words
 from spadework.designer.credit import trained_at_birth
-from spadework.designer.examples import choose_examples, prompt_examples
+from spadework.designer.examples import choose_examples, design_novelty_index
 from spadework.designer.judge import Judgement, judge_reply
 from spadework.designer.parents import Parent, choose_parent, wants_mutation
 from spadework.designer.plan import PLAN_TOKENS, after_plan, plan_messages
@@ -54,7 +55,6 @@ from spadework.designer.prompts import (
 )
 from spadework.env.checker import CheckConfig
 from spadework.env.hygiene import env_benchmark_matches
-from spadework.env.novelty import NoveltyIndex
 from spadework.errors import ConfigError, PolicyError
 from spadework.policy.base import Conversation, SamplingParams, StreamRequest, streams
 from spadework.seeding import derive_rng, derive_seed
@@ -166,9 +166,8 @@ class DesignRun:
         self.check_config = check_config
         self.progress = progress or (lambda done, total: None)
         self.done, self.total = 0, 0
-        self.index = NoveltyIndex(archive.env_codes("accepted"), k=self.check_config.shingle_size)
-        for example in prompt_examples(cfg.setting, cfg.examples):
-            self.index.add(example, threshold=self.check_config.example_novelty_threshold)
+        self.index = design_novelty_index(archive.env_codes("accepted"), cfg.setting, cfg.examples,
+                                          check_config)
         self._memory: dict[str, tuple[list[MemoryExample], list, tuple[str, ...]]] = {}
         self.feedback = feedback_section(archive.played_designs(setting=cfg.setting), *band) \
             if cfg.feedback else None
