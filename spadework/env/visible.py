@@ -36,31 +36,18 @@ that repeat, which hidden-answer designs produce (one fixed task text, many answ
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 
 from spadework.env.budget import Budget
-from spadework.env.gameenv.boxes import extract_boxed
+from spadework.env.gameenv.boxes import empty_boxes, extract_boxed
 from spadework.env.probe import Opener, call_env, do_reset, do_step, short, solution_actions
 from spadework.errors import ContractError
 from spadework.settings.check import CheckConfig
-
-_BOX = re.compile(r"\\boxed\{[^{}]*\}")
 
 #: What a rejection asks the designer to change.
 FIX = ("every move of solution() must follow from what the agent has been shown: put the numbers "
        "and rules the answer depends on into the observation, or let solution() find the answer "
        "from the feedback as an agent would (for example a bisection with higher/lower replies)")
-
-
-def told(observation: str) -> str:
-    """What an observation tells the agent: its text with every box emptied (see the module
-    docstring).
-
-    >>> told("Add the two numbers. Reply in a box, for example \\\\boxed{6 8}.")
-    'Add the two numbers. Reply in a box, for example \\\\boxed{}.'
-    """
-    return _BOX.sub(r"\\boxed{}", observation)
 
 
 def canonical_move(action: str) -> str:
@@ -90,8 +77,9 @@ def visible_stage(open_env: Opener, cfg: CheckConfig, seeds: Sequence[int],
         for seed in seeds:
             obs = do_reset(env, seed, cfg.max_obs_chars)
             tools = call_env("tools()", env.tools) or []
-            openings.add(told(obs))
-            history: tuple = (json.dumps(tools, sort_keys=True, default=str), told(obs))
+            opening = empty_boxes(obs)  # what the agent is told (see the module docstring)
+            openings.add(opening)
+            history: tuple = (json.dumps(tools, sort_keys=True, default=str), opening)
             actions = solution_actions(call_env("solution()", env.solution))
             for k, action in enumerate(actions, 1):
                 move = canonical_move(action)
@@ -107,7 +95,7 @@ def visible_stage(open_env: Opener, cfg: CheckConfig, seeds: Sequence[int],
                         f"{k}; {FIX}")
                 step = do_step(env, action, cfg.max_obs_chars)
                 obs = step.obs
-                history = (*history, move, told(obs))
+                history = (*history, move, empty_boxes(obs))
                 if step.done:
                     break
             budget.advance()

@@ -50,19 +50,40 @@ def boxes(text: str) -> list[str]:
     >>> boxes(r"like \\boxed{3 + 4} or \\boxed{undo}; not \\boxed{")
     ['3 + 4', 'undo']
     """
+    return [unwrap(text[opened + 1:closed]) for _, opened, closed in _box_spans(text)]
+
+
+def empty_boxes(text: str) -> str:
+    """``text`` with the content of every complete box removed (a box inside another goes with
+    it): what an observation says outside its boxes.
+
+    >>> empty_boxes(r"Add them, for example \\boxed{6 8} or \\boxed {\\frac{1}{2}}; not \\boxed{")
+    'Add them, for example \\\\boxed{} or \\\\boxed {}; not \\\\boxed{'
+    """
+    out, last = [], 0
+    for _, opened, closed in _box_spans(text):
+        if opened >= last:  # not inside a box already emptied
+            out.append(text[last:opened + 1])
+            last = closed
+    return "".join(out) + text[last:]
+
+
+def _box_spans(text: str) -> list[tuple[int, int, int]]:
+    """``(start, opening brace, closing brace)`` of every complete box in ``text``, in order of
+    opening (braces matched, so a box may hold braces)."""
     if not isinstance(text, str) or "\\boxed" not in text:
         return []
     box_braces = {m.end() - 1: m.start() for m in _BOX_OPEN.finditer(text)}
     stack: list[int] = []
-    found: list[tuple[int, str]] = []
+    found: list[tuple[int, int, int]] = []
     for m in _BRACE.finditer(text):
         if m.group() == "{":
             stack.append(m.start())
         elif stack:
             opened = stack.pop()
             if opened in box_braces:
-                found.append((box_braces[opened], unwrap(text[opened + 1:m.start()])))
-    return [content for _, content in sorted(found)]
+                found.append((box_braces[opened], opened, m.start()))
+    return sorted(found)
 
 
 def unwrap(content: str) -> str:
