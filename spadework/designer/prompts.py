@@ -5,8 +5,9 @@ truth; see :func:`contract_text`) and the standing texts of :mod:`spadework.desi
 
 A fresh design is grounded in a document and a skill, with memory from the archive: positives
 (environments at the edge of the agent's ability, shown with their code) and negatives (too easy
-or too hard, named with the reason and what the game is, without code). A mutation shows an archived parent and asks
-for a harder, easier or varied child. A repair turn carries the checker's stage and reason.
+or too hard, named with the reason and what the game is, without code). A mutation shows an
+archived parent and asks for a harder, easier or varied child. A repair turn carries the
+checker's stage and reason.
 """
 
 from __future__ import annotations
