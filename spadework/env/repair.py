@@ -189,12 +189,11 @@ def _field_compiles(field: str, prefix: str, quote: str) -> bool:
 CONTRACT_METHODS = frozenset({"reset", "step", "solution", "hint"})
 
 
-def _kit_methods() -> dict[str, frozenset[str]]:
-    """The public methods of the two sandbox kits, by base-class name (``level`` and the other
-    properties are not methods: a kit guards them itself)."""
-    return {b.__name__: frozenset(n for n, v in inspect.getmembers(b, inspect.isfunction)
-                                  if not n.startswith("_"))
-            for b in (GameEnv, ToolEnv)}
+#: The public methods of the two sandbox kits, by base-class name (``level`` and the other
+#: properties are not methods: a kit guards them itself).
+KIT_METHODS = {b.__name__: frozenset(n for n, _ in inspect.getmembers(b, inspect.isfunction)
+                                     if not n.startswith("_"))
+               for b in (GameEnv, ToolEnv)}
 
 
 def unshadow_methods(code: str, tree: ast.Module, class_name: str) -> tuple[str, tuple[str, ...]]:
@@ -226,10 +225,9 @@ def unshadow_methods(code: str, tree: ast.Module, class_name: str) -> tuple[str,
         return code, ()
     methods = set(CONTRACT_METHODS)
     methods |= {s.name for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    kits = _kit_methods()
     for base in cls.bases:
-        if isinstance(base, ast.Name) and base.id in kits:
-            methods |= kits[base.id]
+        if isinstance(base, ast.Name) and base.id in KIT_METHODS:
+            methods |= KIT_METHODS[base.id]
     called: set[int] = set()
     uses: dict[str, list[ast.Attribute]] = {}
     stores: dict[str, list[tuple[int, int, str]]] = {}  # name -> (line, target's id, self)
