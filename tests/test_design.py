@@ -256,8 +256,8 @@ def test_tool_use_designs_take_the_same_path(sb, archive):
     (res,) = run(ScriptedPolicy([[fenced(shipping.code)]]), sb, archive, 1, cfg=cfg,
                  skills=skills_for("tool-use"))
     assert res.env is not None and res.env.setting == "tool-use", res.attempts[0].reason
-    prompt = res.attempts[0].messages[1]["content"]
-    assert "subclass of ToolEnv" in prompt and "class PantryEnv(ToolEnv)" in prompt  # the guide
+    system = res.attempts[0].messages[0]["content"]
+    assert "subclass of ToolEnv" in system and "class PantryEnv(ToolEnv)" in system  # the guide
     assert archive.get_env(res.env.env_id).setting == "tool-use"
 
 

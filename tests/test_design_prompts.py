@@ -13,7 +13,7 @@ from starters import starter_records
 from spadework.designer import DesignConfig, build_design_prompt, design_environments, repair_messages
 from spadework.designer.examples import GAMES_EXAMPLE, prompt_examples
 from spadework.designer.guides import REPAIR_ADVICE
-from spadework.designer.prompts import fresh_repair_messages, max_lines
+from spadework.designer.prompts import fresh_repair_messages, max_lines, reply_instruction
 from spadework.env.checker import STAGES, CheckConfig, check
 from spadework.library import starter_envs
 from spadework.skills import skill_named, skills_for
@@ -36,12 +36,15 @@ def test_the_example_is_shown_when_memory_is_empty_and_never_accepted(sb, archiv
                                   check_config=CheckConfig(max_turns=4))
     assert [r.attempts[0].outcome for r in results] == ["novelty", "accepted"]
     assert "near-duplicate" in results[0].attempts[0].reason
-    prompt = results[0].attempts[0].messages[1]["content"]
+    system, prompt = (m["content"] for m in results[0].attempts[0].messages)
     assert "class CompoundInterestEnv" in prompt and "at most 64 lines" in prompt
-    assert "task() must show every number the answer is computed from" in prompt  # the checklist
-    assert "subclass of GameEnv" in prompt and "LEVELS = 3, and setup(self, rng)" in prompt  # the guide
     assert "level 1 is a small instance a beginner can win" in prompt
-    assert "level: int = 1" in prompt and "LEVELS" in prompt  # the contract
+    assert prompt.endswith("never assign it. " + reply_instruction(1024))  # the level, last
+    # the standing parts open every slot's prompt alike, so the engine computes them once
+    assert "task() must show every number the answer is computed from" in system  # the checklist
+    assert "subclass of GameEnv" in system and "LEVELS = 3, and setup(self, rng)" in system  # the guide
+    assert "level: int = 1" in system and "LEVELS" in system  # the contract
+    assert results[1].attempts[0].messages[0]["content"] == system
     assert results[0].attempts[0].memory_ids == ()  # the example is not an archived environment
 
 

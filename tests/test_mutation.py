@@ -72,9 +72,9 @@ def test_no_parent_without_accepted_envs(tmp_path):
 
 def test_prompt_shows_the_parent_and_the_direction():
     p = Parent("ab" * 32, "class GridEnv:\n    pass", "GridEnv", 0.05)
-    text = build_mutation_prompt(p, OPT)[1]["content"]
+    system, text = (m["content"] for m in build_mutation_prompt(p, OPT))
     assert "class GridEnv:\n    pass" in text and "easier" in text.lower()
-    assert "The contract:" in text and "step(self, action: str)" in text  # as a fresh design
+    assert "The contract:" in system and "step(self, action: str)" in system  # as a fresh design
     assert "win rate 0.05" in text
 
 
@@ -95,8 +95,8 @@ def test_mutated_child_records_its_lineage(archive, plan):
     assert res.env is not None and res.parent_id in (knap.env_id, STARTERS["delivery_route"].env_id)
     rec = archive.get_env(res.env.env_id)
     assert rec.parent_id == res.parent_id and rec.doc_id is None
-    prompt = policy.calls[0][0].messages[1]["content"]
+    system, prompt = (m["content"] for m in policy.calls[0][0].messages)
     parent = archive.get_env(res.parent_id)
-    assert parent.code.strip() in prompt and "step(self, action: str)" in prompt
+    assert parent.code.strip() in prompt and "step(self, action: str)" in system
     assert ("harder" if parent.env_id == knap.env_id else "easier") in prompt
     assert res.attempts[0].memory_ids == (res.parent_id,) and len(policy.calls) == 1

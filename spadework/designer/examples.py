@@ -124,7 +124,8 @@ def games_examples() -> tuple[str, ...]:
 def choose_examples(k: int, rng: random.Random) -> tuple[str, ...]:
     """The ``k`` example modules one fresh games design is shown: :data:`GAMES_EXAMPLE` alone
     for ``k`` = 1 (the prompt of every run before the pool), otherwise ``k`` distinct modules of
-    :func:`games_examples` drawn with ``rng``.
+    :func:`games_examples` drawn with ``rng``, in the pool's order: two slots that drew the same
+    first modules then open their prompts alike, and the engine computes that opening once.
 
     >>> choose_examples(1, random.Random(0)) == (GAMES_EXAMPLE,), choose_examples(0, random.Random(0))
     (True, ())
@@ -134,7 +135,7 @@ def choose_examples(k: int, rng: random.Random) -> tuple[str, ...]:
     if k <= 1:
         return (GAMES_EXAMPLE,) * k
     pool = games_examples()
-    return tuple(rng.sample(pool, min(k, len(pool))))
+    return tuple(pool[i] for i in sorted(rng.sample(range(len(pool)), min(k, len(pool)))))
 
 
 def prompt_examples(setting: str, k: int = 1) -> tuple[str, ...]:
