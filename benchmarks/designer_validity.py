@@ -61,6 +61,8 @@ DOC_SETS = ("tune", "heldout")
 #: The reply screen's outcome split by why: a reply cut at max_tokens is the commonest failure of
 #: small models and says "shorter module or more tokens", the rest (empty, binary) something else.
 CUT = "cut_at_max_tokens"
+#: The same for a reply stopped in a loop (``DesignConfig.stop_at_repeat``), before max_tokens.
+LOOP = "stopped_in_a_loop"
 
 
 def choose_documents(documents: Sequence[Any], which: str, n: int, seed: int = 0) -> list[Any]:
@@ -194,9 +196,10 @@ class ReusedPolicy:
 
 
 def stage_of(attempt: Any) -> str:
-    """An attempt's outcome, with the reply screen's cut replies named apart (:data:`CUT`)."""
-    if attempt.outcome == "reply" and attempt.finish_reason == "length":
-        return CUT
+    """An attempt's outcome, with the reply screen's cut and looping replies named apart
+    (:data:`CUT`, :data:`LOOP`)."""
+    if attempt.outcome == "reply" and attempt.finish_reason in ("length", "repeat"):
+        return CUT if attempt.finish_reason == "length" else LOOP
     return attempt.outcome
 
 

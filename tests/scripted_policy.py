@@ -27,7 +27,18 @@ from spadework.policy.base import (
     cut_at_move,
     cut_at_stop,
     holds_move,
+    repeats_line,
 )
+
+def cut_at_repeat(text: str, times: int) -> tuple[str, bool]:
+    """``text`` up to the newline ending a line's ``times``-th repetition, and whether it was cut
+    there (``SamplingParams.stop_at_repeat``, as ``DecodeRow`` stops)."""
+    end = 0
+    while (end := text.find("\n", end) + 1) > 0:
+        if repeats_line(text[:end], times):
+            return text[:end], True
+    return text, False
+
 
 #: A reply: its text, or (text, finish_reason).
 Reply = str | tuple[str, str]
@@ -136,6 +147,9 @@ class ScriptedPolicy:
                 if params.stop_at_move and not stopped:  # as the local backends stop
                     text, cut = cut_at_move(text, params.stop_at_move)
                     finish = "move" if cut or holds_move(text, params.stop_at_move) else finish
+                if params.stop_at_repeat and not stopped:  # as the local backends stop
+                    text, looped = cut_at_repeat(text, params.stop_at_repeat)
+                    finish = "repeat" if looped else finish
                 ids = fake_ids(text)
                 if len(ids) > params.max_tokens:
                     ids, finish = ids[: params.max_tokens], "length"

@@ -59,6 +59,20 @@ def test_accepted_design_is_archived_with_its_sample(sb, archive):
     assert seen == [(0, 1), (1, 1), (1, 1)]  # a bar from the start, one attempt judged, the end
 
 
+def test_a_reply_caught_in_a_loop_is_stopped_and_rejected_at_the_reply_stage(sb, archive):
+    """The designer samples with ``stop_at_repeat`` (default 8): a reply writing one line over
+    and over ends at its 8th copy instead of at max_tokens, and is rejected as a loop."""
+    loop = "```python\nclass A:\n" + "        self.x = rng.choice([1, 2, 3])\n" * 40
+    (res,) = run(ScriptedPolicy([[loop]]), sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1))
+    a = res.attempts[0]
+    assert a.outcome == REPLY_STAGE and a.finish_reason == "repeat" and "loop" in a.reason
+    assert a.reply.count("rng.choice") == 8
+    (off,) = run(ScriptedPolicy([[loop]]), sb, archive, 1,
+                 cfg=DesignConfig(attempts_per_slot=1, stop_at_repeat=0))
+    assert off.attempts[0].finish_reason != "repeat"
+    assert off.attempts[0].reply.count("rng.choice") == 40
+
+
 def test_every_rejection_stage_is_recorded(sb, archive):
     archive.import_starter(starter_records())
     nim = next(e for e in starter_envs() if e.name == "nim").code

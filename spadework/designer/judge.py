@@ -44,6 +44,8 @@ def screen_reply(text: str, finish_reason: str, max_tokens: int) -> str | None:
     'the reply is empty'
     >>> screen_reply("class A: ...", "length", 100)[:40]
     'the reply was cut at max_tokens=100 (the'
+    >>> screen_reply("x = [1]\\n" * 9, "repeat", 100)[:34]
+    'the reply was stopped in a loop: i'
     >>> screen_reply("ok\\x00\\x01", "stop", 100)
     'the reply contains binary data (NUL or control bytes)'
     >>> screen_reply("```python\\nx = 1\\n```", "stop", 100) is None
@@ -56,6 +58,9 @@ def screen_reply(text: str, finish_reason: str, max_tokens: int) -> str | None:
     if finish_reason == "length":
         return (f"the reply was cut at max_tokens={max_tokens} (the module is incomplete); "
                 "raise DesignConfig.max_tokens or ask for a shorter module")
+    if finish_reason == "repeat":
+        return ("the reply was stopped in a loop: it wrote the same line over and over "
+                "(DesignConfig.stop_at_repeat), so the module is incomplete; write each line once")
     controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r")
     if "\x00" in text or controls > max(2, len(text) // 100):
         return "the reply contains binary data (NUL or control bytes)"

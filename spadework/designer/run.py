@@ -218,7 +218,7 @@ class DesignRun:
         return derive_seed(self._seed(req, key), "plan")
 
     def _repair(self, req: _Request, c: Any, j: Judgement) -> list[dict[str, str]]:
-        cut = c.finish_reason == "length"
+        cut = c.finish_reason in ("length", "repeat")
         if self.cfg.repair == "fresh":
             return fresh_repair_messages(req.messages, j.outcome, j.reason, cut=cut,
                                          drop_example=j.outcome == "novelty",
@@ -278,7 +278,8 @@ class DesignRun:
     def _params(self, seeds: Sequence[int] = ()) -> Any:
         cfg = self.cfg
         return SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
-                              max_tokens=cfg.max_tokens, row_seeds=tuple(seeds))
+                              max_tokens=cfg.max_tokens, row_seeds=tuple(seeds),
+                              stop_at_repeat=cfg.stop_at_repeat or None)
 
     def _seed(self, req: _Request, key: tuple[int, int]) -> int:
         """The row seed of ``req``'s try in round ``key[0]``, turn ``key[1]`` (chat and stream)."""

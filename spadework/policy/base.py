@@ -30,7 +30,7 @@ from spadework.errors import ConfigError
 from spadework.seeding import derive_seed
 from spadework.types import Sampling
 
-FinishReason = Literal["stop", "length", "move"]
+FinishReason = Literal["stop", "length", "move", "repeat"]
 
 #: What ``SamplingParams.stop_at_move`` may name: the setting whose move ends a reply.
 MOVE_SETTINGS = ("games", "tool-use")
@@ -73,6 +73,31 @@ def holds_move(text: str, setting: str) -> bool:
     return "</tool_call>" in visible or "</answer>" in visible
 
 
+#: The shortest line :func:`repeats_line` counts: short lines (``return x``, ``else:``, a
+#: closing bracket) recur in any module.
+REPEAT_LINE_CHARS = 20
+
+
+def repeats_line(text: str, times: int, min_chars: int = REPEAT_LINE_CHARS) -> bool:
+    """Whether one complete line of ``text`` (stripped, at least ``min_chars`` characters) occurs
+    ``times`` times or more: what ends a reply under ``SamplingParams.stop_at_repeat``.
+
+    >>> loop = "x = 1\\n" + "self.a = rng.choice([1, 2, 3])\\n" * 3
+    >>> repeats_line(loop, 3), repeats_line(loop, 4), repeats_line("else:\\n" * 9, 3)
+    (True, False, False)
+    >>> repeats_line("self.a = rng.choice([1, 2, 3])\\n" * 2 + "self.a = rng.choice([1, 2, 3])", 3)
+    False
+    """
+    counts: dict[str, int] = {}
+    for line in text.split("\n")[:-1]:  # the last one is not complete yet
+        line = line.strip()
+        if len(line) >= min_chars:
+            counts[line] = counts.get(line, 0) + 1
+            if counts[line] >= times:
+                return True
+    return False
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How to sample. ``temperature == 0`` means greedy; ``top_k == 0`` and ``top_p == 1`` are off.
@@ -107,6 +132,11 @@ class SamplingParams:
     (:func:`holds_move`), with ``finish_reason == "move"``. The local backends (transformers,
     llama.cpp) honour it; OpenAI-compatible servers cannot and ignore it (the rollout parses
     the move either way)."""
+    stop_at_repeat: int | None = None
+    """End a reply once one of its lines (:func:`repeats_line`) has been written this many
+    times, with ``finish_reason == "repeat"``: a small model caught in a loop writes the same
+    line until ``max_tokens``, and a design stage waits for it (``DesignConfig.stop_at_repeat``).
+    The local backends honour it; OpenAI-compatible servers ignore it."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "row_seeds", tuple(int(s) for s in self.row_seeds))
@@ -131,6 +161,11 @@ class SamplingParams:
         if self.stop_at_move is not None and self.stop_at_move not in MOVE_SETTINGS:
             raise ConfigError(f"stop_at_move must be one of {MOVE_SETTINGS} or None, got "
                               f"{self.stop_at_move!r}")
+        if self.stop_at_repeat is not None and (isinstance(self.stop_at_repeat, bool) or not
+                                                isinstance(self.stop_at_repeat, int)
+                                                or self.stop_at_repeat < 2):
+            raise ConfigError(f"stop_at_repeat must be a whole number >= 2 or None, got "
+                              f"{self.stop_at_repeat!r}")
 
     @property
     def greedy(self) -> bool:

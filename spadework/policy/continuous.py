@@ -241,8 +241,8 @@ class ContinuousBatcher:
         for req in admit:
             budget = min(req.params.max_tokens, policy.context_length - len(req.prompt))
             for j in range(req.params.n):
-                row = _Row(req, DecodeRow(budget), torch.Generator().manual_seed(
-                    req.params.sample_seed(0, 0, j)))
+                row = _Row(req, DecodeRow(budget, req.params.stop_at_repeat),
+                           torch.Generator().manual_seed(req.params.sample_seed(0, 0, j)))
                 req.rows.append(row.decode)
                 rows.append(row)
         prompts = [r.request.prompt for r in rows]

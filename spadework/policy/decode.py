@@ -20,6 +20,7 @@ from spadework.policy.base import (
     as_conversation,
     cut_at_stop,
     holds_move,
+    repeats_line,
     template_has_thinking,
 )
 from spadework.seeding import derive_seed  # generator seed of (seed, conversation, sample)
@@ -202,8 +203,9 @@ class DecodeRow:
     it, so a row ends on the same token and yields the same text in either).
     """
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, repeat: int | None = None) -> None:
         self.budget = budget
+        self.repeat = repeat  # SamplingParams.stop_at_repeat
         self.ids: list[int] = []
         self.lps: list[float] = []
         self.finished = False
@@ -220,6 +222,9 @@ class DecodeRow:
         elif move is not None and any(c in policy.decode([tok]) for c in "}>") \
                 and holds_move(policy.decode(self.ids), move):  # only a token with } or > can close one
             self.finished, self.reason = True, "move"
+        elif self.repeat is not None and "\n" in policy.decode([tok]) \
+                and repeats_line(policy.decode(self.ids), self.repeat):  # a line just ended
+            self.finished, self.reason = True, "repeat"
         elif len(self.ids) >= self.budget:
             self.finished = True
 

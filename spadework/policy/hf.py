@@ -134,7 +134,7 @@ class HFPolicy:
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         gens = [torch.Generator().manual_seed(s) for s in seeds]
         budgets = [min(params.max_tokens, self._context - len(p)) for p in prompts]
-        rows = [DecodeRow(budget) for budget in budgets]
+        rows = [DecodeRow(budget, params.stop_at_repeat) for budget in budgets]
         out = self.model(
             input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1
         )

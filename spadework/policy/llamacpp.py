@@ -139,7 +139,8 @@ class LlamaCppPolicy:
         base_seed = params.seed if params.seed is not None else secrets.randbits(63)
         pairs = [(i, j) for i in range(len(prompts)) for j in range(params.n)]
         rows = [Row(prompts[i], min(params.max_tokens, self._context - len(prompts[i])),
-                     params.sample_seed(base_seed, i, j), params.stop_at_move, None, k)
+                     params.sample_seed(base_seed, i, j), params.stop_at_move, None, k,
+                     repeat=params.stop_at_repeat)
                 for k, (i, j) in enumerate(pairs)]
         done: list[Completion | None] = [None] * len(rows)
 
@@ -187,7 +188,8 @@ class LlamaCppPolicy:
                     continue
                 budget = params.max_tokens if q.max_tokens is None else q.max_tokens
                 out.append(Row(prompt, min(budget, self._context - len(prompt)),
-                                derive_seed(q.seed, 0), q.stop_at_move, q.key, q))
+                                derive_seed(q.seed, 0), q.stop_at_move, q.key, q,
+                                repeat=params.stop_at_repeat))
             return out  # derive_seed(seed, 0): the draw of chat's row j = 0 for row seed ``seed``
 
         def finish(row: Row) -> list[Row]:

@@ -76,12 +76,13 @@ class Row:
     tag: Any
     seq: int = -1
     seconds: float = 0.0
+    repeat: int | None = None  # SamplingParams.stop_at_repeat
 
     def __post_init__(self) -> None:
         import torch
 
         self.gen = torch.Generator().manual_seed(self.seed)
-        self.out = DecodeRow(self.budget)
+        self.out = DecodeRow(self.budget, self.repeat)
 
     @property
     def cells(self) -> int:

@@ -54,7 +54,13 @@ class DesignConfig:
     games design is shown when memory has no archived design to show: 1 is
     :data:`~spadework.designer.examples.GAMES_EXAMPLE`, more are drawn per slot from it and the
     short example games (:func:`~spadework.designer.examples.choose_examples`), all of which
-    join the novelty index; 0 shows the guide and the contract only. How many instances
+    join the novelty index; 0 shows the guide and the contract only; ``stop_at_repeat``: a
+    reply that has written one line (of at least 20 characters) this many times is stopped
+    there and rejected at the reply stage (``SamplingParams.stop_at_repeat``; 0: off): the
+    1.5B's replies cut at 1,024 tokens were all such loops (10 of 56 archived replies, each
+    repeating a line 10 to 45 times, or one long line of numbered names), while no reply
+    that ended by itself, and no starter or example module, repeats a line more than 6 times,
+    and a loop run to ``max_tokens`` holds the whole design stage back. How many instances
     solution() must win is the checker's (``CheckConfig.solvable_seeds``), not a second setting
     here.
     """
@@ -78,6 +84,7 @@ class DesignConfig:
     continuous: bool = True
     plan: bool = False
     examples: int = 1
+    stop_at_repeat: int = 8
 
     @property
     def example_chars(self) -> int:
@@ -95,7 +102,7 @@ class DesignConfig:
             raise ConfigError(f"DesignConfig.difficulty must be one of {DIFFICULTIES}, got {self.difficulty!r}")
         for name, low in (("attempts_per_slot", 1), ("repair_turns", 0), ("max_tokens", 1),
                           ("corpus_words", 1), ("memory_positives", 0), ("memory_negatives", 0),
-                          ("top_k", 0), ("examples", 0)):
+                          ("top_k", 0), ("examples", 0), ("stop_at_repeat", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ConfigError(f"DesignConfig.{name} must be an integer >= {low}, got {value!r}")
@@ -103,6 +110,9 @@ class DesignConfig:
                 or not self.example_share > 0:
             raise ConfigError("DesignConfig.example_share must be a number > 0 (the share of the reply "
                               f"budget an archived example may fill), got {self.example_share!r}")
+        if self.stop_at_repeat == 1:
+            raise ConfigError("DesignConfig.stop_at_repeat must be 0 (off) or >= 2 (a line "
+                              "written that many times ends the reply), got 1")
         if self.repair not in REPAIRS:
             raise ConfigError(f"DesignConfig.repair must be one of {REPAIRS}, got {self.repair!r}")
         if not 0.0 <= self.mutation_ratio <= 1.0:

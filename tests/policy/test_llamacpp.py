@@ -259,6 +259,28 @@ def test_max_tokens_and_stop_strings(engine):
     assert full.text.startswith(cut.text) and len(cut.output_ids) < len(full.output_ids)
 
 
+def test_stop_at_repeat_reaches_every_row_and_ends_it_with_its_reason(engine, monkeypatch):
+    """The engine asks :func:`repeats_line` (unit-tested with DecodeRow in test_policy_base)
+    at each newline of a row sampled with ``stop_at_repeat``, and nowhere else: here it answers
+    yes from the first line on, in the batch and in the stream."""
+    import spadework.policy.decode as decode
+    from spadework.policy.base import StreamRequest
+
+    asked = []
+    monkeypatch.setattr(decode, "repeats_line", lambda text, times: asked.append(times) or True)
+    ask = ["Count from 1 to 20, one number per line."]
+    full = engine.chat(ask, SamplingParams(temperature=0, max_tokens=40))[0]
+    assert "\n" in full.text.strip() and not asked  # off: never asked
+    cut = engine.chat(ask, SamplingParams(temperature=0, max_tokens=40, stop_at_repeat=5))[0]
+    assert cut.finish_reason == "repeat" and cut.text.endswith("\n") and set(asked) == {5}
+    assert full.text.startswith(cut.text) and cut.text.count("\n") == 1
+    done = []
+    engine.stream([StreamRequest("k", tuple(engine.prompt_ids(ask[0])), seed=1)],
+                  SamplingParams(temperature=0, max_tokens=40, stop_at_repeat=5),
+                  lambda q, c: done.append(c) or [])
+    assert done[0].finish_reason == "repeat" and done[0].text == cut.text
+
+
 def test_tools_reach_the_chat_template(engine):
     """Tool schemas go through the tokenizer's chat template exactly as in ``HFPolicy`` (a
     template that prints them, since the default model's own one ignores tools)."""

@@ -13,7 +13,8 @@ from spadework.policy.decode import derive_seed, filter_logits, sample_tokens, t
 @pytest.mark.parametrize(
     "kwargs",
     [{"temperature": -0.1}, {"top_p": 0}, {"top_p": 1.5}, {"top_k": -1}, {"max_tokens": 0},
-     {"n": 0}, {"stop": ("",)}],
+     {"n": 0}, {"stop": ("",)}, {"stop_at_repeat": 1}, {"stop_at_repeat": True},
+     {"stop_at_repeat": "8"}],
 )
 def test_sampling_params_reject_bad_values(kwargs):
     with pytest.raises(ConfigError):
@@ -87,3 +88,36 @@ def test_a_tool_use_reply_stops_at_its_first_closed_call_or_answer():
     thought = '<think><tool_call>{"name": "a"}</tool_call></think> so <answer>1</answer>'
     assert cut_at_move(thought, "tool-use") == (thought, False)  # a call drafted while thinking
     assert cut_at_move('{"name": "a", "arguments": {}}', "tool-use")[1] is False
+
+
+class _Chars:
+    """A tokenizer of one character per token (what DecodeRow asks of a policy)."""
+
+    stop_token_ids = frozenset({0})
+
+    @staticmethod
+    def decode(ids):
+        return "".join(chr(i) for i in ids)
+
+
+def _decode(text, repeat, budget=10_000):
+    from spadework.policy.decode import DecodeRow
+
+    row = DecodeRow(budget, repeat)
+    for ch in text:
+        row.push(ord(ch), -0.1, _Chars, ())
+        if row.finished:
+            break
+    return _Chars.decode(row.ids), row.reason if row.finished else None
+
+
+def test_a_reply_that_loops_on_one_line_stops_when_it_ends_that_line_the_nth_time():
+    line = "        self.x = rng.choice([1, 2, 3])\n"
+    head = "```python\nclass A:\n"
+    text, reason = _decode(head + line * 30, repeat=8)
+    assert reason == "repeat" and text == head + line * 8  # stopped at the 8th newline
+    assert _decode(head + line * 7 + "```", repeat=8) == (head + line * 7 + "```", None)
+    short = "    else:\n" * 30  # short lines recur in any module: never a loop
+    assert _decode(short, repeat=8) == (short, None)
+    assert _decode(head + line * 30, repeat=None)[1] is None  # off: runs to its budget
+    assert _decode(head + line * 30, repeat=None, budget=50) == ((head + line * 30)[:50], "length")

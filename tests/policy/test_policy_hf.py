@@ -70,6 +70,17 @@ def test_max_tokens_and_stop_strings(hf_policy):
     assert full.text.startswith(cut.text) and len(cut.output_ids) < len(full.output_ids)
 
 
+def test_stop_at_repeat_ends_a_row_where_the_local_engine_does(hf_policy, monkeypatch):
+    import spadework.policy.decode as decode
+
+    monkeypatch.setattr(decode, "repeats_line", lambda text, times: True)  # a loop at once
+    ask = ["Count from 1 to 20, one number per line."]
+    full = hf_policy.chat(ask, SamplingParams(temperature=0, max_tokens=40))[0]
+    cut = hf_policy.chat(ask, SamplingParams(temperature=0, max_tokens=40, stop_at_repeat=4))[0]
+    assert cut.finish_reason == "repeat" and cut.text.endswith("\n")
+    assert full.text.startswith(cut.text) and len(cut.text) < len(full.text)
+
+
 def test_prompt_longer_than_the_context_is_a_clear_error(hf_policy):
     small = HFPolicy(hf_policy.model, hf_policy.tokenizer, context_length=64)
     with pytest.raises(PolicyError, match="context is 64"):
