@@ -15,9 +15,17 @@ the same day with the same kind of prompts before this script kept them): 90, 90
 tokens/s at 145, 823, 1,999 and 4,004 tokens, 81-94 at 1, 4, 16 and 40 rows (docs/engine.md,
 "The loop at the engine's speed").
 
+``--design N``: a design stage's prompts instead: N fresh games design prompts as a run builds
+them (held-out documents of ``benchmarks/designer_validity.py``, ``--examples`` modules drawn per
+slot, 200 words, no memory), prefilled together twice: as built, where every slot opens with the
+same system message (the setting's rules, contract and checklist) and the engine computes it once
+and copies it, then with one line naming the slot put before the system message, so that no two
+prompts share a prefix (the layout before those parts moved into the system message, when slots
+shared only the 28-token role line). ``ratio`` divides the unshared cell's time by the shared one's.
+
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/prefill.py
        [--model qwen2.5-coder-0.5b-instruct] [--weights bf16] [--threads 2]
-       [--lengths 8,50,120,230] [--rows 1,4,16,40]
+       [--lengths 8,50,120,230] [--rows 1,4,16,40] [--design N [--examples 3]]
 (``--lengths`` are facts per prompt, about 17 tokens each; ``--rows`` use about 180 tokens each.)
 """
 
@@ -48,6 +56,37 @@ def _cell(policy, convs) -> dict:
             "tokens_per_s": round(computed / seconds, 1)}
 
 
+def _design_prompts(n: int, examples: int, unshared: bool) -> list:
+    """``n`` design prompts as a run's design stage builds them (see the module docstring)."""
+    import sys
+    from pathlib import Path
+
+    from spadework.corpus import truncate_words
+    from spadework.default_corpus import load_default_corpus
+    from spadework.designer import build_design_prompt
+    from spadework.designer.examples import choose_examples
+    from spadework.policy.base import Conversation
+    from spadework.seeding import derive_rng
+    from spadework.skills import skills_for
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from designer_validity import choose_documents
+
+    docs = choose_documents(load_default_corpus().documents, "heldout", n)
+    skills = skills_for("games")
+    convs = []
+    for slot, doc in enumerate(docs):
+        msgs = build_design_prompt(truncate_words(doc.text, 200), skills[slot % len(skills)],
+                                   examples=choose_examples(examples, derive_rng(0, 0, "examples",
+                                                                                 slot, 0)),
+                                   max_tokens=1024)
+        if unshared:
+            msgs = [{"role": "system", "content": f"Design slot {slot * 7919}.\n\n"
+                     + msgs[0]["content"]}, *msgs[1:]]
+        convs.append(Conversation(messages=msgs))
+    return convs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="qwen2.5-coder-0.5b-instruct")
@@ -55,8 +94,23 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lengths", default="8,50,120,230")
     ap.add_argument("--rows", default="1,4,16,40")
+    ap.add_argument("--design", type=int, default=0,
+                    help="prefill N design prompts, shared and unshared (see the docstring)")
+    ap.add_argument("--examples", type=int, default=3, help="example modules per design prompt")
     args = ap.parse_args()
     from spadework.policy.llamacpp_load import load_llamacpp_policy
+
+    if args.design:
+        policy = load_llamacpp_policy(args.model, max_batch_size=args.design,
+                                      threads=args.threads, weights=args.weights)
+        shared = _cell(policy, _design_prompts(args.design, args.examples, False))
+        unshared = _cell(policy, _design_prompts(args.design, args.examples, True))
+        print(json.dumps({"benchmark": "prefill", "model": args.model, "weights": args.weights,
+                          "threads": args.threads, "design": {
+                              "shared": shared, "unshared": unshared,
+                              "ratio": round(unshared["seconds"] / shared["seconds"], 3)}},
+                         indent=1))
+        return
 
     rows = [int(x) for x in args.rows.split(",") if x]
     policy = load_llamacpp_policy(args.model, max_batch_size=max(rows + [1]), threads=args.threads,

@@ -57,8 +57,8 @@ class DesignConfig:
     join the novelty index; 0 shows the guide and the contract only; ``stop_at_repeat``: a
     reply that has written one line (of at least 20 characters) this many times is stopped
     there and rejected at the reply stage (``SamplingParams.stop_at_repeat``; 0: off): the
-    1.5B's replies cut at 1,024 tokens were all such loops (10 of 56 archived replies, each
-    repeating a line 10 to 45 times, or one long line of numbered names), while no reply
+    1.5B's replies cut at 1,024 tokens were all loops (10 of 56 archived replies: 9 repeat a
+    line 10 to 45 times, which this stops, one writes one long line of numbered names), no reply
     that ended by itself, and no starter or example module, repeats a line more than 6 times,
     and a loop run to ``max_tokens`` holds the whole design stage back. How many instances
     solution() must win is the checker's (``CheckConfig.solvable_seeds``), not a second setting
