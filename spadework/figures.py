@@ -55,14 +55,16 @@ class StageFigures:
 @dataclass(frozen=True, kw_only=True)
 class DesignFigures(StageFigures):
     """The design stage: whether it ran (``regenerated``), its attempts by outcome (``funnel``:
-    ``metrics.funnel``), the tokens the designer generated, and ``error`` when the designer
-    failed as a whole."""
+    ``metrics.funnel``), the tokens the designer generated, ``error`` when the designer failed
+    as a whole, and the designer engine's work counters during the stage (llama.cpp's: prompt
+    tokens computed, reused from cached cells, copied from another sequence)."""
 
     regenerated: bool = False
     funnel: Mapping[str, int] = field(default_factory=dict)
     tokens: int = 0
     error: str | None = None
-    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"error"})
+    engine: Mapping[str, int] | None = None
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"error", "engine"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -251,6 +253,7 @@ class IterationMetrics:
     eval: Mapping[str, Any] | None = None
     unwinnable_instances: Mapping[str, int] = field(default_factory=dict)
     engine: Mapping[str, int] | None = None
+    design_engine: Mapping[str, int] | None = None
     seconds: Mapping[str, float | None] = field(default_factory=dict)
     peak_rss_mib: Mapping[str, int] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)

@@ -132,6 +132,7 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
         return StageResult(DesignFigures(), plan)
     skills = cur.active_skills(skills_for(ctx.cfg.setting), it.state.regenerations, cc.skills_per_regen)
     ctx.progress.stage("design", f"{cc.designs_per_regen} slots, skills: {', '.join(s.name for s in skills)}")
+    before = _engine_counts(ctx.role_policy("designer"))
     try:
         results = design_environments(
             ctx.role_policy("designer"), ctx.sandbox, ctx.archive, ctx.corpus(), n=cc.designs_per_regen,
@@ -142,11 +143,13 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
         return StageResult(DesignFigures(regenerated=True, funnel={"policy_error": 1}, error=e.reason),
                            replace(plan, regenerated=True))
     finally:  # the next design stage asks about new documents: nothing cached is of use to it
+        engine = {k: v - before[k] for k, v in _engine_counts(ctx.role_policy("designer")).items()}
         _release(ctx.role_policy("designer"))
     attempts = [a for r in results for a in r.attempts]
     fresh = tuple(r.env.env_id for r in results if r.env is not None)
     return StageResult(DesignFigures(regenerated=True, funnel=M.funnel(a.outcome for a in attempts),
-                                     tokens=sum(len(a.output_ids) for a in attempts)),
+                                     tokens=sum(len(a.output_ids) for a in attempts),
+                                     engine=engine or None),
                        replace(plan, regenerated=True, fresh=fresh))
 
 

@@ -229,5 +229,6 @@ def summarize(iteration: int, figures: IterationFigures, episodes: Sequence[Epis
         tokens={"design": design.tokens, "play": play_f.tokens},
         eval=ev.to_dict() if ev is not None and ev.due else None,
         unwinnable_instances=play_f.unwinnable_instances, engine=play_f.engine,
+        design_engine=design.engine,
         seconds=figures.seconds(), peak_rss_mib=figures.peak_rss(),
     )

@@ -21,7 +21,7 @@ LINE_KEYS = {
     "validity_funnel", "pool", "hints", "episodes", "statuses", "agent_return",
     "win_rate_histogram", "band_share", "band_share_ci95", "learnable_share", "mean_level",
     "level_moves", "failed_plays", "mean_regret", "designer_reward", "per_env", "train", "tokens",
-    "eval", "unwinnable_instances", "engine", "seconds", "peak_rss_mib"}
+    "eval", "unwinnable_instances", "engine", "design_engine", "seconds", "peak_rss_mib"}
 
 
 def test_optional_figures_are_left_out_until_set_and_seconds_comes_last():
