@@ -26,16 +26,17 @@ from spadework.policy.base import (
     as_conversation,
     cut_at_move,
     cut_at_stop,
+    ends_in_loop,
     holds_move,
-    repeats_line,
 )
 
+
 def cut_at_repeat(text: str, times: int) -> tuple[str, bool]:
-    """``text`` up to the newline ending a line's ``times``-th repetition, and whether it was cut
-    there (``SamplingParams.stop_at_repeat``, as ``DecodeRow`` stops)."""
+    """``text`` up to the newline ending a block's ``times``-th copy in a row, and whether it
+    was cut there (``SamplingParams.stop_at_repeat``, as ``DecodeRow`` stops)."""
     end = 0
     while (end := text.find("\n", end) + 1) > 0:
-        if repeats_line(text[:end], times):
+        if ends_in_loop(text[:end], times):
             return text[:end], True
     return text, False
 

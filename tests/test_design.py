@@ -60,13 +60,13 @@ def test_accepted_design_is_archived_with_its_sample(sb, archive):
 
 
 def test_a_reply_caught_in_a_loop_is_stopped_and_rejected_at_the_reply_stage(sb, archive):
-    """The designer samples with ``stop_at_repeat`` (default 8): a reply writing one line over
-    and over ends at its 8th copy instead of at max_tokens, and is rejected as a loop."""
+    """The designer samples with ``stop_at_repeat`` (default 4): a reply writing one line over
+    and over ends at its 4th copy in a row instead of at max_tokens, and is rejected as a loop."""
     loop = "```python\nclass A:\n" + "        self.x = rng.choice([1, 2, 3])\n" * 40
     (res,) = run(ScriptedPolicy([[loop]]), sb, archive, 1, cfg=DesignConfig(attempts_per_slot=1))
     a = res.attempts[0]
     assert a.outcome == REPLY_STAGE and a.finish_reason == "repeat" and "loop" in a.reason
-    assert a.reply.count("rng.choice") == 8
+    assert a.reply.count("rng.choice") == 4
     (off,) = run(ScriptedPolicy([[loop]]), sb, archive, 1,
                  cfg=DesignConfig(attempts_per_slot=1, stop_at_repeat=0))
     assert off.attempts[0].finish_reason != "repeat"

@@ -59,7 +59,7 @@ def screen_reply(text: str, finish_reason: str, max_tokens: int) -> str | None:
         return (f"the reply was cut at max_tokens={max_tokens} (the module is incomplete); "
                 "raise DesignConfig.max_tokens or ask for a shorter module")
     if finish_reason == "repeat":
-        return ("the reply was stopped in a loop: it wrote the same line over and over "
+        return ("the reply was stopped in a loop: it wrote the same lines over and over "
                 "(DesignConfig.stop_at_repeat), so the module is incomplete; write each line once")
     controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r")
     if "\x00" in text or controls > max(2, len(text) // 100):

@@ -73,28 +73,35 @@ def holds_move(text: str, setting: str) -> bool:
     return "</tool_call>" in visible or "</answer>" in visible
 
 
-#: The shortest line :func:`repeats_line` counts: short lines (``return x``, ``else:``, a
-#: closing bracket) recur in any module.
-REPEAT_LINE_CHARS = 20
+#: The longest block of lines :func:`ends_in_loop` looks for (the 1.5B designer's loops repeat
+#: blocks of 1, 2, 4 and 8 lines), and the shortest line that makes a block count: short lines
+#: (``else:``, ``return x``, a closing bracket) recur in any module.
+LOOP_MAX_LINES = 16
+LOOP_LINE_CHARS = 20
 
 
-def repeats_line(text: str, times: int, min_chars: int = REPEAT_LINE_CHARS) -> bool:
-    """Whether one complete line of ``text`` (stripped, at least ``min_chars`` characters) occurs
-    ``times`` times or more: what ends a reply under ``SamplingParams.stop_at_repeat``.
+def ends_in_loop(text: str, times: int, max_lines: int = LOOP_MAX_LINES,
+                 min_chars: int = LOOP_LINE_CHARS) -> bool:
+    """Whether the complete lines of ``text`` end with one block of 1 to ``max_lines`` lines
+    (compared stripped; one of them at least ``min_chars`` characters) written ``times`` times
+    in a row: what ends a reply under ``SamplingParams.stop_at_repeat``, asked at each newline.
 
-    >>> loop = "x = 1\\n" + "self.a = rng.choice([1, 2, 3])\\n" * 3
-    >>> repeats_line(loop, 3), repeats_line(loop, 4), repeats_line("else:\\n" * 9, 3)
+    >>> line = "self.a = rng.choice([1, 2, 3])\\n"
+    >>> loop = "x = 1\\n" + line * 3
+    >>> ends_in_loop(loop, 3), ends_in_loop(loop, 4), ends_in_loop("else:\\n" * 9, 3)
     (True, False, False)
-    >>> repeats_line("self.a = rng.choice([1, 2, 3])\\n" * 2 + "self.a = rng.choice([1, 2, 3])", 3)
-    False
+    >>> ends_in_loop((line + "self.b = rng.choice([4, 5])\\n") * 3, 3)  # a block of two lines
+    True
+    >>> ends_in_loop(line * 2 + "y = 2\\n" + line, 3), ends_in_loop(line * 2 + line[:-1], 3)
+    (False, False)
     """
-    counts: dict[str, int] = {}
-    for line in text.split("\n")[:-1]:  # the last one is not complete yet
-        line = line.strip()
-        if len(line) >= min_chars:
-            counts[line] = counts.get(line, 0) + 1
-            if counts[line] >= times:
-                return True
+    lines = [line.strip() for line in text.split("\n")[:-1]]  # the last one is not complete
+    n = len(lines)
+    for p in range(1, min(max_lines, n // times) + 1):
+        block = lines[n - p:]
+        if any(len(line) >= min_chars for line in block) and all(
+                lines[n - (k + 1) * p:n - k * p] == block for k in range(1, times)):
+            return True
     return False
 
 
@@ -133,10 +140,11 @@ class SamplingParams:
     llama.cpp) honour it; OpenAI-compatible servers cannot and ignore it (the rollout parses
     the move either way)."""
     stop_at_repeat: int | None = None
-    """End a reply once one of its lines (:func:`repeats_line`) has been written this many
-    times, with ``finish_reason == "repeat"``: a small model caught in a loop writes the same
-    line until ``max_tokens``, and a design stage waits for it (``DesignConfig.stop_at_repeat``).
-    The local backends honour it; OpenAI-compatible servers ignore it."""
+    """End a reply once it has written one block of lines this many times in a row
+    (:func:`ends_in_loop`), with ``finish_reason == "repeat"``: a small model caught in a loop
+    writes the same lines until ``max_tokens``, and a design stage waits for it
+    (``DesignConfig.stop_at_repeat``). The local backends honour it; OpenAI-compatible servers
+    ignore it."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "row_seeds", tuple(int(s) for s in self.row_seeds))

@@ -19,8 +19,8 @@ from spadework.policy.base import (
     SamplingParams,
     as_conversation,
     cut_at_stop,
+    ends_in_loop,
     holds_move,
-    repeats_line,
     template_has_thinking,
 )
 from spadework.seeding import derive_seed  # generator seed of (seed, conversation, sample)
@@ -223,7 +223,7 @@ class DecodeRow:
                 and holds_move(policy.decode(self.ids), move):  # only a token with } or > can close one
             self.finished, self.reason = True, "move"
         elif self.repeat is not None and "\n" in policy.decode([tok]) \
-                and repeats_line(policy.decode(self.ids), self.repeat):  # a line just ended
+                and ends_in_loop(policy.decode(self.ids), self.repeat):  # a line just ended
             self.finished, self.reason = True, "repeat"
         elif len(self.ids) >= self.budget:
             self.finished = True

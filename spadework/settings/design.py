@@ -55,14 +55,14 @@ class DesignConfig:
     :data:`~spadework.designer.examples.GAMES_EXAMPLE`, more are drawn per slot from it and the
     short example games (:func:`~spadework.designer.examples.choose_examples`), all of which
     join the novelty index; 0 shows the guide and the contract only; ``stop_at_repeat``: a
-    reply that has written one line (of at least 20 characters) this many times is stopped
-    there and rejected at the reply stage (``SamplingParams.stop_at_repeat``; 0: off): the
-    1.5B's replies cut at 1,024 tokens were all loops (10 of 56 archived replies: 9 repeat a
-    line 10 to 45 times, which this stops, one writes one long line of numbered names), no reply
-    that ended by itself, and no starter or example module, repeats a line more than 6 times,
-    and a loop run to ``max_tokens`` holds the whole design stage back. How many instances
-    solution() must win is the checker's (``CheckConfig.solvable_seeds``), not a second setting
-    here.
+    reply that has written one block of lines (1 to 16 lines, one of them at least 20
+    characters) this many times in a row is stopped there and rejected at the reply stage
+    (``SamplingParams.stop_at_repeat``; 0: off). Of 76 archived replies of the 1.5B, every one
+    cut at 1,024 tokens was a loop: 11 wrote a block of 1, 2, 4 or 8 lines 5 to 44 times in a
+    row, 2 one long line of numbered names (not caught); no reply that ended by itself wrote a
+    block more than twice in a row, no starter or example module more than once; and a loop
+    run to ``max_tokens`` holds the whole design stage back. How many instances solution()
+    must win is the checker's (``CheckConfig.solvable_seeds``), not a second setting here.
     """
 
     setting: str = "games"
@@ -84,7 +84,7 @@ class DesignConfig:
     continuous: bool = True
     plan: bool = False
     examples: int = 1
-    stop_at_repeat: int = 8
+    stop_at_repeat: int = 4
 
     @property
     def example_chars(self) -> int:
@@ -111,8 +111,8 @@ class DesignConfig:
             raise ConfigError("DesignConfig.example_share must be a number > 0 (the share of the reply "
                               f"budget an archived example may fill), got {self.example_share!r}")
         if self.stop_at_repeat == 1:
-            raise ConfigError("DesignConfig.stop_at_repeat must be 0 (off) or >= 2 (a line "
-                              "written that many times ends the reply), got 1")
+            raise ConfigError("DesignConfig.stop_at_repeat must be 0 (off) or >= 2 (a block "
+                              "written that many times in a row ends the reply), got 1")
         if self.repair not in REPAIRS:
             raise ConfigError(f"DesignConfig.repair must be one of {REPAIRS}, got {self.repair!r}")
         if not 0.0 <= self.mutation_ratio <= 1.0:

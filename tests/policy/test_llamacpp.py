@@ -260,14 +260,14 @@ def test_max_tokens_and_stop_strings(engine):
 
 
 def test_stop_at_repeat_reaches_every_row_and_ends_it_with_its_reason(engine, monkeypatch):
-    """The engine asks :func:`repeats_line` (unit-tested with DecodeRow in test_policy_base)
+    """The engine asks :func:`ends_in_loop` (unit-tested with DecodeRow in test_policy_base)
     at each newline of a row sampled with ``stop_at_repeat``, and nowhere else: here it answers
     yes from the first line on, in the batch and in the stream."""
     import spadework.policy.decode as decode
     from spadework.policy.base import StreamRequest
 
     asked = []
-    monkeypatch.setattr(decode, "repeats_line", lambda text, times: asked.append(times) or True)
+    monkeypatch.setattr(decode, "ends_in_loop", lambda text, times: asked.append(times) or True)
     ask = ["Count from 1 to 20, one number per line."]
     full = engine.chat(ask, SamplingParams(temperature=0, max_tokens=40))[0]
     assert "\n" in full.text.strip() and not asked  # off: never asked

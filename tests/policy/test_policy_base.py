@@ -111,12 +111,17 @@ def _decode(text, repeat, budget=10_000):
     return _Chars.decode(row.ids), row.reason if row.finished else None
 
 
-def test_a_reply_that_loops_on_one_line_stops_when_it_ends_that_line_the_nth_time():
+def test_a_reply_that_loops_stops_when_it_ends_a_block_of_lines_the_nth_time_in_a_row():
     line = "        self.x = rng.choice([1, 2, 3])\n"
     head = "```python\nclass A:\n"
     text, reason = _decode(head + line * 30, repeat=8)
     assert reason == "repeat" and text == head + line * 8  # stopped at the 8th newline
     assert _decode(head + line * 7 + "```", repeat=8) == (head + line * 7 + "```", None)
+    block = "        self.y = 2\n" + line + "        self.z = 3\n"  # a loop of three lines
+    text, reason = _decode(head + block * 10, repeat=4)
+    assert reason == "repeat" and text == head + block * 4
+    apart = "".join(line + f"        self.n += {k}\n" for k in range(9))  # 9 times, never in a row
+    assert _decode(apart, repeat=2) == (apart, None)
     short = "    else:\n" * 30  # short lines recur in any module: never a loop
     assert _decode(short, repeat=8) == (short, None)
     assert _decode(head + line * 30, repeat=None)[1] is None  # off: runs to its budget

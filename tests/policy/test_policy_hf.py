@@ -73,7 +73,7 @@ def test_max_tokens_and_stop_strings(hf_policy):
 def test_stop_at_repeat_ends_a_row_where_the_local_engine_does(hf_policy, monkeypatch):
     import spadework.policy.decode as decode
 
-    monkeypatch.setattr(decode, "repeats_line", lambda text, times: True)  # a loop at once
+    monkeypatch.setattr(decode, "ends_in_loop", lambda text, times: True)  # a loop at once
     ask = ["Count from 1 to 20, one number per line."]
     full = hf_policy.chat(ask, SamplingParams(temperature=0, max_tokens=40))[0]
     cut = hf_policy.chat(ask, SamplingParams(temperature=0, max_tokens=40, stop_at_repeat=4))[0]
