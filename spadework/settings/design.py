@@ -57,12 +57,14 @@ class DesignConfig:
     join the novelty index; 0 shows the guide and the contract only; ``stop_at_repeat``: a
     reply that has written one block of lines (1 to 16 lines, one of them at least 20
     characters) this many times in a row is stopped there and rejected at the reply stage
-    (``SamplingParams.stop_at_repeat``; 0: off). Of 76 archived replies of the 1.5B, every one
-    cut at 1,024 tokens was a loop: 11 wrote a block of 1, 2, 4 or 8 lines 5 to 44 times in a
-    row, 2 one long line of numbered names (not caught); no reply that ended by itself wrote a
-    block more than twice in a row, no starter or example module more than once; and a loop
-    run to ``max_tokens`` holds the whole design stage back. How many instances solution()
-    must win is the checker's (``CheckConfig.solvable_seeds``), not a second setting here.
+    (``SamplingParams.stop_at_repeat``; 0: off). Of 80 archived replies of the 1.5B, every one
+    cut at 1,024 tokens (or stopped by a first rule) was a loop: 12 wrote a block of 1, 2, 4 or
+    8 lines 5 to 44 times in a row, 2 one long line of numbered names (not caught). Of the
+    replies that ended by themselves, one wrote a block 4 times in a row (a list of the same
+    two tuples, then the rest of a game rejected as trivial: its task was its answer), none of
+    the others more than twice; no starter or example module repeats one. A loop run to
+    ``max_tokens`` holds the whole design stage back. How many instances solution() must win
+    is the checker's (``CheckConfig.solvable_seeds``), not a second setting here.
     """
 
     setting: str = "games"
