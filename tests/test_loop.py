@@ -484,3 +484,17 @@ def test_the_play_stages_engine_counters_reach_the_metrics(tmp_path, cfg):
     assert len(engine) == 1 and set(engine[0]) == {"chat_calls", "rows"}
     assert 0 < engine[0]["chat_calls"] <= policy.chat_calls
     assert engine[0]["rows"] >= 2 * one.plays  # both arms of at least one environment
+
+
+@pytest.mark.slow
+def test_the_design_stages_engine_counters_reach_the_metrics_apart_from_plays(tmp_path, cfg):
+    """What the designer's engine did during a design stage lands as ``design_engine``, and
+    play's ``engine`` counts none of it."""
+    one = override(cfg, {"iterations": 1, "curriculum": {"pool_size": 2}})
+    policy = _CountingPolicy(designing_script)
+    run(one, tmp_path, Models(policy))
+    (row,) = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    with Archive.open(tmp_path / "archive.sqlite", create=False) as a:
+        attempts = len(a.attempts())
+    assert attempts >= 2 and row["design_engine"]["rows"] == attempts  # a row per attempt
+    assert row["design_engine"]["rows"] + row["engine"]["rows"] <= policy.rows
