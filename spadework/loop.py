@@ -132,10 +132,11 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
         return StageResult(DesignFigures(), plan)
     skills = cur.active_skills(skills_for(ctx.cfg.setting), it.state.regenerations, cc.skills_per_regen)
     ctx.progress.stage("design", f"{cc.designs_per_regen} slots, skills: {', '.join(s.name for s in skills)}")
-    before = _engine_counts(ctx.role_policy("designer"))
+    designer = ctx.role_policy("designer")
+    before = _engine_counts(designer)
     try:
         results = design_environments(
-            ctx.role_policy("designer"), ctx.sandbox, ctx.archive, ctx.corpus(), n=cc.designs_per_regen,
+            designer, ctx.sandbox, ctx.archive, ctx.corpus(), n=cc.designs_per_regen,
             iteration=it.i, run_seed=ctx.cfg.run_seed, skills=skills, cfg=ctx.cfg.design,
             check_config=ctx.cfg.check, band=(ctx.cfg.reward.lo, ctx.cfg.reward.hi),
             progress=lambda done, total: ctx.progress.advance("design", done, total))
@@ -143,13 +144,13 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
         return StageResult(DesignFigures(regenerated=True, funnel={"policy_error": 1}, error=e.reason),
                            replace(plan, regenerated=True))
     finally:  # the next design stage asks about new documents: nothing cached is of use to it
-        engine = {k: v - before[k] for k, v in _engine_counts(ctx.role_policy("designer")).items()}
-        _release(ctx.role_policy("designer"))
+        engine = _engine_since(designer, before)
+        _release(designer)
     attempts = [a for r in results for a in r.attempts]
     fresh = tuple(r.env.env_id for r in results if r.env is not None)
     return StageResult(DesignFigures(regenerated=True, funnel=M.funnel(a.outcome for a in attempts),
                                      tokens=sum(len(a.output_ids) for a in attempts),
-                                     engine=engine or None),
+                                     engine=engine),
                        replace(plan, regenerated=True, fresh=fresh))
 
 
@@ -216,7 +217,7 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
     figures = PlayFigures(
         episodes=len(eps), statuses=M.statuses(eps), tokens=M.output_tokens(eps),
         unwinnable_instances=unwinnable,
-        engine={k: v - before[k] for k, v in _engine_counts(engine).items()} if before else None,
+        engine=_engine_since(engine, before),
         rollout_workers=dict(workers) if workers else None)
     return StageResult(figures, it.plan, lambda arch: arch.add_episodes(it.i, eps))
 
@@ -225,6 +226,12 @@ def _engine_counts(policy: Any) -> dict[str, int]:
     """The work counters of an engine that keeps them (``COUNTERS``: llama.cpp's) now; {} for
     one that keeps none."""
     return {k: int(getattr(policy, k)) for k in getattr(policy, "COUNTERS", ())}
+
+
+def _engine_since(policy: Any, before: dict[str, int]) -> dict[str, int] | None:
+    """How far each of ``policy``'s work counters moved since ``before`` (its
+    :func:`_engine_counts` then); None for an engine that keeps none."""
+    return {k: v - before[k] for k, v in _engine_counts(policy).items()} if before else None
 
 
 def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
