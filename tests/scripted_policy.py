@@ -20,6 +20,7 @@ from pathlib import Path
 
 from spadework.errors import PolicyError
 from spadework.policy.base import (
+    LOOP_LONG_LINE,
     Completion,
     Conversation,
     SamplingParams,
@@ -32,10 +33,16 @@ from spadework.policy.base import (
 
 
 def cut_at_repeat(text: str, times: int) -> tuple[str, bool]:
-    """``text`` up to the newline ending a block's ``times``-th copy in a row, and whether it
-    was cut there (``SamplingParams.stop_at_repeat``, as ``DecodeRow`` stops)."""
-    end = 0
-    while (end := text.find("\n", end) + 1) > 0:
+    """``text`` up to the newline ending a block's ``times``-th copy in a row (or, along a line
+    of ``LOOP_LONG_LINE`` characters or more, every 64 characters, where it loops), and whether
+    it was cut there (``SamplingParams.stop_at_repeat``, as ``DecodeRow`` stops: it asks at
+    newlines and every 16 tokens along a long line)."""
+    start = 0
+    for end, ch in enumerate(text, 1):
+        if ch == "\n":
+            start = end
+        elif end - start < LOOP_LONG_LINE or (end - start) % 64:
+            continue
         if ends_in_loop(text[:end], times):
             return text[:end], True
     return text, False

@@ -20,6 +20,7 @@ measured.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -74,17 +75,30 @@ def holds_move(text: str, setting: str) -> bool:
 
 
 #: The longest block of lines :func:`ends_in_loop` looks for (the 1.5B designer's loops repeat
-#: blocks of 1, 2, 4 and 8 lines), and the shortest line that makes a block count: short lines
-#: (``else:``, ``return x``, a closing bracket) recur in any module.
+#: blocks of 1, 2, 4, 6 and 8 lines), and the fewest characters a block must hold to count:
+#: short lines (``else:``, ``return x``, a closing bracket) recur in any module, while a list
+#: that cycles through six short items (``"light brown",`` ...) is a loop all the same.
 LOOP_MAX_LINES = 16
 LOOP_LINE_CHARS = 20
+#: A line still open after this many characters is asked whether it loops (:func:`line_loops`):
+#: the designer's own lines stay under 120 characters (a long task sentence: 300), and a line
+#: that loops (``"item1", "item2", ...``) runs to ``max_tokens`` without a newline.
+LOOP_LONG_LINE = 400
+#: The end of such a line that must repeat one pattern of at most ``LOOP_MAX_PERIOD``
+#: characters (digits counted as one): ``"Sow Thistle", `` or ``"item17", ``.
+LOOP_WINDOW = 200
+LOOP_MAX_PERIOD = 40
+
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def ends_in_loop(text: str, times: int, max_lines: int = LOOP_MAX_LINES,
                  min_chars: int = LOOP_LINE_CHARS) -> bool:
     """Whether the complete lines of ``text`` end with one block of 1 to ``max_lines`` lines
-    (compared stripped; one of them at least ``min_chars`` characters) written ``times`` times
-    in a row: what ends a reply under ``SamplingParams.stop_at_repeat``, asked at each newline.
+    (compared stripped, together at least ``min_chars`` characters) written ``times`` times in
+    a row, or its last line, still open, is a long one that repeats one pattern
+    (:func:`line_loops`): what ends a reply under ``SamplingParams.stop_at_repeat``, asked at
+    each newline and along a long line.
 
     >>> line = "self.a = rng.choice([1, 2, 3])\\n"
     >>> loop = "x = 1\\n" + line * 3
@@ -94,15 +108,48 @@ def ends_in_loop(text: str, times: int, max_lines: int = LOOP_MAX_LINES,
     True
     >>> ends_in_loop(line * 2 + "y = 2\\n" + line, 3), ends_in_loop(line * 2 + line[:-1], 3)
     (False, False)
+    >>> colours = "".join(f'    "{c}",\\n' for c in ("tan", "light tan", "gray", "light gray"))
+    >>> ends_in_loop("x = [\\n" + colours * 4, 4), ends_in_loop("]\\n" * 40, 4)  # short lines
+    (True, False)
+    >>> ends_in_loop("names = [" + ", ".join(f'"item{i}"' for i in range(60)), 4)  # one line
+    True
     """
+    if line_loops(text[text.rfind("\n") + 1:]):
+        return True
     lines = [line.strip() for line in text.split("\n")[:-1]]  # the last one is not complete
     n = len(lines)
     for p in range(1, min(max_lines, n // times) + 1):
         block = lines[n - p:]
-        if any(len(line) >= min_chars for line in block) and all(
+        if sum(map(len, block)) >= min_chars and all(
                 lines[n - (k + 1) * p:n - k * p] == block for k in range(1, times)):
             return True
     return False
+
+
+def line_loops(line: str, long: int = LOOP_LONG_LINE, window: int = LOOP_WINDOW,
+               max_period: int = LOOP_MAX_PERIOD) -> bool:
+    """Whether ``line`` is at least ``long`` characters and its last ``window`` characters, each
+    run of digits counted as one, repeat one pattern of at most ``max_period`` characters at
+    least four times: a reply writing numbered names, or one phrase, on one line without end.
+
+    >>> line_loops('"Sow Thistle", ' * 30), line_loops('"Sow Thistle", ' * 20)
+    (True, False)
+    >>> line_loops("The " + " ".join(f"record {i} holds {i * 7} units;" for i in range(40)))
+    True
+    >>> task = ('return (f"Place Catherine II on the grid. She was Empress of Russia from '
+    ...         '1762 to 1796; her long reign helped Russia thrive in a golden age during the '
+    ...         'Enlightenment, which led to the founding of many new cities, universities and '
+    ...         'theatres, to immigration from the rest of Europe and to the recognition of Russia '
+    ...         'as one of the great powers of Europe. The grid is {self.width} by {self.height} '
+    ...         'squares; where does she end after {len(self.moves)} moves? Answer as x y, '
+    ...         'two numbers.")')
+    >>> len(task) > LOOP_LONG_LINE, line_loops(task)  # long, but no loop
+    (True, False)
+    """
+    if len(line) < long:
+        return False
+    tail = _DIGITS.sub("0", line[-window:])
+    return any(len(tail) >= 4 * p and tail[p:] == tail[:-p] for p in range(1, max_period + 1))
 
 
 @dataclass(frozen=True)

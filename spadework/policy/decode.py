@@ -14,6 +14,7 @@ from typing import Any
 
 from spadework.errors import PolicyError
 from spadework.policy.base import (
+    LOOP_LONG_LINE,
     Completion,
     ConversationLike,
     SamplingParams,
@@ -210,6 +211,19 @@ class DecodeRow:
         self.lps: list[float] = []
         self.finished = False
         self.reason = "length"
+        self.line_tokens = 0  # tokens since the last one holding a newline
+
+    def _loops(self, tok: int, policy: Any) -> bool:
+        """Whether the reply now ends in a loop (:func:`ends_in_loop`), asked when a line ends
+        and, along a line long enough to be one (``LOOP_LONG_LINE`` characters, at most 4 a
+        token), every 16 tokens."""
+        if "\n" in policy.decode([tok]):
+            self.line_tokens = 0
+        else:
+            self.line_tokens += 1
+            if self.line_tokens < LOOP_LONG_LINE // 4 or self.line_tokens % 16:
+                return False
+        return ends_in_loop(policy.decode(self.ids), self.repeat)
 
     def push(self, tok: int, lp: float, policy: Any, stops: Sequence[str],
              move: str | None = None) -> None:
@@ -222,8 +236,7 @@ class DecodeRow:
         elif move is not None and any(c in policy.decode([tok]) for c in "}>") \
                 and holds_move(policy.decode(self.ids), move):  # only a token with } or > can close one
             self.finished, self.reason = True, "move"
-        elif self.repeat is not None and "\n" in policy.decode([tok]) \
-                and ends_in_loop(policy.decode(self.ids), self.repeat):  # a line just ended
+        elif self.repeat is not None and self._loops(tok, policy):
             self.finished, self.reason = True, "repeat"
         elif len(self.ids) >= self.budget:
             self.finished = True

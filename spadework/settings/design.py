@@ -54,17 +54,23 @@ class DesignConfig:
     games design is shown when memory has no archived design to show: 1 is
     :data:`~spadework.designer.examples.GAMES_EXAMPLE`, more are drawn per slot from it and the
     short example games (:func:`~spadework.designer.examples.choose_examples`), all of which
-    join the novelty index; 0 shows the guide and the contract only; ``stop_at_repeat``: a
-    reply that has written one block of lines (1 to 16 lines, one of them at least 20
-    characters) this many times in a row is stopped there and rejected at the reply stage
-    (``SamplingParams.stop_at_repeat``; 0: off). Of 80 archived replies of the 1.5B, every one
-    cut at 1,024 tokens (or stopped by a first rule) was a loop: 12 wrote a block of 1, 2, 4 or
-    8 lines 5 to 44 times in a row, 2 one long line of numbered names (not caught). Of the
-    replies that ended by themselves, one wrote a block 4 times in a row (a list of the same
-    two tuples, then the rest of a game rejected as trivial: its task was its answer), none of
-    the others more than twice; no starter or example module repeats one. A loop run to
-    ``max_tokens`` holds the whole design stage back. How many instances solution() must win
-    is the checker's (``CheckConfig.solvable_seeds``), not a second setting here.
+    join the novelty index; 0 shows the guide and the contract only; ``stop_at_repeat``: a reply
+    that has written one block of lines (1 to 16 lines, together at least 20 characters) this
+    many times in a row, or one line of 400 characters and more whose end repeats a short
+    pattern, is stopped there and rejected at the reply stage (``SamplingParams.
+    stop_at_repeat``, :func:`spadework.policy.base.ends_in_loop`; 0: off). Of 80 archived
+    replies of the 1.5B, every one cut at 1,024 tokens (or stopped by a first rule) was a loop:
+    12 wrote a block of 1, 2, 4 or 8 lines 5 to 44 times in a row, 2 one long line of numbered
+    names (what the long-line rule is for; those two replies were not kept to re-check); a later
+    one cycled through six short list items (``"light brown",``: stopped at 181 tokens since
+    blocks count their lines' characters together, not one line's). Of the replies that ended by
+    themselves, one wrote a block 4 times in a row (a list of the same two tuples, then the rest
+    of a game rejected as trivial: its task was its answer), none of the others more than twice;
+    no starter or example module loops, and of 1,990 modules of the installed packages 6 would
+    be stopped (data tables and one long index line; 5 under the rule without the short blocks
+    and long lines). A loop run to ``max_tokens`` holds the whole design stage back. How many
+    instances solution() must win is the checker's (``CheckConfig.solvable_seeds``), not a
+    second setting here.
     """
 
     setting: str = "games"

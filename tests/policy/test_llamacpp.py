@@ -261,8 +261,9 @@ def test_max_tokens_and_stop_strings(engine):
 
 def test_stop_at_repeat_reaches_every_row_and_ends_it_with_its_reason(engine, monkeypatch):
     """The engine asks :func:`ends_in_loop` (unit-tested with DecodeRow in test_policy_base)
-    at each newline of a row sampled with ``stop_at_repeat``, and nowhere else: here it answers
-    yes from the first line on, in the batch and in the stream."""
+    at each newline of a row sampled with ``stop_at_repeat`` (and along a line of 100 tokens or
+    more, which 40 tokens never reach): here it answers yes from the first line on, in the batch
+    and in the stream."""
     import spadework.policy.decode as decode
     from spadework.policy.base import StreamRequest
 

@@ -124,5 +124,13 @@ def test_a_reply_that_loops_stops_when_it_ends_a_block_of_lines_the_nth_time_in_
     assert _decode(apart, repeat=2) == (apart, None)
     short = "    else:\n" * 30  # short lines recur in any module: never a loop
     assert _decode(short, repeat=8) == (short, None)
+    items = "".join(f'            "{c}",\n' for c in ("tan", "light tan", "gray", "light gray"))
+    text, reason = _decode(head + "    x = [\n" + items * 20, repeat=4)  # a block of short lines
+    assert reason == "repeat" and text == head + "    x = [\n" + items * 4
+    names = "    names = [" + ", ".join(f'"item{i}"' for i in range(200))  # one line, no end
+    text, reason = _decode(head + names, repeat=4)
+    assert reason == "repeat" and text == head + names[:400]  # asked every 16 tokens from 100 on
+    task = "    return " + repr(" ".join(sorted({*dir(str), *dir(list), *dir(dict)})))  # no loop
+    assert len(task) > 400 and _decode(head + task, repeat=4) == (head + task, None)
     assert _decode(head + line * 30, repeat=None)[1] is None  # off: runs to its budget
     assert _decode(head + line * 30, repeat=None, budget=50) == ((head + line * 30)[:50], "length")
