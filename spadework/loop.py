@@ -43,6 +43,7 @@ from spadework import metrics as M
 from spadework import rss
 from spadework.archive import Archive, archive_path, views
 from spadework.config import RunConfig
+from spadework.cores import free_cores
 from spadework.corpus import Corpus
 from spadework.designer import design_environments
 from spadework.designer.credit import (
@@ -133,6 +134,7 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
     skills = cur.active_skills(skills_for(ctx.cfg.setting), it.state.regenerations, cc.skills_per_regen)
     ctx.progress.stage("design", f"{cc.designs_per_regen} slots, skills: {', '.join(s.name for s in skills)}")
     designer = ctx.role_policy("designer")
+    threads = _fit_threads(ctx, designer)
     before = _engine_counts(designer)
     try:
         results = design_environments(
@@ -150,7 +152,7 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
     fresh = tuple(r.env.env_id for r in results if r.env is not None)
     return StageResult(DesignFigures(regenerated=True, funnel=M.funnel(a.outcome for a in attempts),
                                      tokens=sum(len(a.output_ids) for a in attempts),
-                                     engine=engine),
+                                     engine=_with_threads(engine, threads)),
                        replace(plan, regenerated=True, fresh=fresh))
 
 
@@ -209,6 +211,7 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
                        + (f" ({sum(unwinnable.values())} instances dropped: solution() loses them)"
                           if unwinnable else ""))
     engine = None if ctx.models.player else ctx.role_policy("agent")
+    threads = _fit_threads(ctx, engine)
     before = _engine_counts(engine)
     player = ctx.models.player or functools.partial(play, engine, ctx.sandbox)
     eps = player(jobs, ctx.cfg.play, seed=derive_seed(ctx.cfg.run_seed, it.i, "play"),
@@ -217,9 +220,25 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
     figures = PlayFigures(
         episodes=len(eps), statuses=M.statuses(eps), tokens=M.output_tokens(eps),
         unwinnable_instances=unwinnable,
-        engine=_engine_since(engine, before),
+        engine=_with_threads(_engine_since(engine, before), threads),
         rollout_workers=dict(workers) if workers else None)
     return StageResult(figures, it.plan, lambda arch: arch.add_episodes(it.i, eps))
+
+
+def _fit_threads(ctx: RunContext, policy: Any) -> int | None:
+    """Set ``policy``'s threads for a stage to the cores free at its start
+    (:func:`spadework.cores.free_cores`) when the run leaves ``threads`` unset and the engine
+    takes a count (llama.cpp's); the count set, or None."""
+    if ctx.cfg.threads is not None or not callable(getattr(policy, "set_threads", None)):
+        return None
+    threads = free_cores()
+    policy.set_threads(threads)
+    return threads
+
+
+def _with_threads(engine: dict[str, int] | None, threads: int | None) -> dict[str, int] | None:
+    """A stage's engine counters with the threads it ran on, where :func:`_fit_threads` set them."""
+    return engine if engine is None or threads is None else {**engine, "threads": threads}
 
 
 def _engine_counts(policy: Any) -> dict[str, int]:

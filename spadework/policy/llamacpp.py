@@ -275,6 +275,17 @@ class LlamaCppPolicy:
                 self._ctx = None
             self._cells.clear()
 
+    def set_threads(self, threads: int) -> None:
+        """Compute with ``threads`` threads from the next call on (the run sets them per stage
+        from the cores free then, :func:`spadework.cores.free_cores`, when ``threads`` is
+        unset); the cached prefixes stay."""
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ConfigError(f"threads must be an integer >= 1, got {threads!r}")
+        with self._lock:
+            self.threads = threads
+            if self._ctx is not None:
+                self._ll.llama_set_n_threads(self._ctx, threads, threads)
+
     def close(self) -> None:
         """Free the context, the adapter and the model (idempotent)."""
         ll = getattr(self, "_ll", None)

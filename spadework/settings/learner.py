@@ -32,12 +32,15 @@ class TrainConfig:
     task, about 1,000 of their 1,100 to 1,700 prompt tokens: sharing it runs a step's samples
     in a fraction of the tokens (``benchmarks/shared_prefix.py``).
     ``gradient_checkpointing`` recomputes activations in the backward pass (less memory, about a
-    third more compute). ``threads``: torch threads during a step (None: every core this
-    process may use; nothing else runs in the train stage, and on the 2-core machine a step of
-    8 agent-turn samples took 39 s on two threads against 68 s on one); the caller's thread
-    count is restored after. ``seed``: LoRA initialisation. There is no temperature here: each
-    sample is scored at the temperature it was drawn with (``Sample.sampling``), so a designer
-    sample drawn at 0.6 and an agent turn drawn at 0.7 each get the sampler's convention.
+    third more compute). ``threads``: torch threads during a step (None: the cores this process
+    may use less those other processes keep busy when the step starts,
+    :func:`spadework.cores.free_cores`: on the 2-core machine a step of 8 agent-turn samples
+    took 39 s on two threads against 68 s on one when alone, and every core ran about 7x slower
+    than one while another process held a core); the caller's thread count is restored after,
+    and the step's figures say how many ran (``threads``). ``seed``: LoRA initialisation.
+    There is no temperature here: each sample is scored at the temperature it was drawn with
+    (``Sample.sampling``), so a designer sample drawn at 0.6 and an agent turn drawn at 0.7
+    each get the sampler's convention.
     ``pack_turns``: train an episode's turns as one sequence where their prompts continue each
     other (``spadework.train.batch.pack_turns``): the same update under the ``token``
     aggregation for fewer tokens run (``benchmarks/packing.py`` on a ``cpu`` run's 144 trained

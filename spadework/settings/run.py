@@ -65,7 +65,10 @@ class RunConfig:
     :mod:`spadework.policy.backends`: ``hf`` (transformers, sampling from the module it trains;
     the default) or ``llamacpp`` (the fast CPU engine, which the CPU presets name; the learner
     trains a transformers twin and each update is synced into it). ``threads``: the llamacpp
-    engine's threads (None: half the cores this process may use, at least 1).
+    engine's threads (None: at the start of each play and design stage, the cores this process
+    may use less those other processes keep busy then, :func:`spadework.cores.free_cores`,
+    recorded as ``threads`` in the stage's engine figures; outside a run's stages, half the
+    cores, at least 1).
     ``frozen_weights``: the llamacpp weights of a role in ``frozen`` with a model of its own
     (it never trains, so nothing needs its logprobs to match a learner's): ``gguf``, the
     quantised file as pulled, or ``bf16`` / ``f16``, the 16-bit copy the trained roles sample

@@ -35,7 +35,6 @@ the learning test's figures per rate); 1e-5 is the conservative default for long
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from collections import Counter
@@ -44,6 +43,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from spadework.cores import free_cores
 from spadework.errors import ConfigError
 from spadework.settings.learner import TrainConfig
 from spadework.train.attention import use_segments
@@ -176,10 +176,11 @@ class Learner:
         if not samples:
             raise ValueError("step() needs at least one sample")
         before = torch.get_num_threads()
-        torch.set_num_threads(self.cfg.threads or len(os.sched_getaffinity(0)))
+        threads = self.cfg.threads or free_cores()
+        torch.set_num_threads(threads)
         try:
             with self._linear16:  # a step's backward recomputes layers: it spans the whole step
-                return self._step(samples, progress)
+                return {**self._step(samples, progress), "threads": float(threads)}
         finally:
             torch.set_num_threads(before)
 

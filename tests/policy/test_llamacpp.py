@@ -429,3 +429,19 @@ def test_the_quantised_file_is_loaded_only_once_a_child_has_decoded_from_it(defa
     broken.write_bytes(b"GGUF" + bytes(200))
     with pytest.raises(PolicyError, match="cannot run broken.gguf.*weights='bf16'"):
         check_runs(broken)
+
+
+def test_set_threads_changes_the_count_for_the_next_call_and_keeps_what_is_cached(engine):
+    ask = ["Name three colours."]
+    params = SamplingParams(temperature=0, max_tokens=8)
+    first = engine.chat(ask, params)[0]
+    engine.set_threads(2)
+    try:
+        assert engine.threads == 2
+        again = engine.chat(ask, params)[0]
+        assert again.output_ids == first.output_ids  # greedy: the same tokens on two threads
+        for bad in (0, -1, 1.5, True):
+            with pytest.raises(ConfigError, match="threads"):
+                engine.set_threads(bad)
+    finally:
+        engine.set_threads(1)
