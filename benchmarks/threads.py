@@ -134,8 +134,8 @@ def main() -> None:
                 rows = {}
                 for setting in SETTINGS:
                     rows[setting] = run(_threads(setting))
-                    print(f"[threads] {neighbour} {name} {setting}: {rows[setting]}", file=sys.stderr,
-                          flush=True)
+                    print(f"[threads] {neighbour} {name} {setting}: {rows[setting]}",
+                          file=sys.stderr, flush=True)
                 base = rows["every"]["per_s"]
                 out[f"{neighbour}_{name}"] = {
                     **rows, "ratios": {s: round(rows[s]["per_s"] / base, 3) for s in SETTINGS}}
