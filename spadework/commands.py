@@ -87,7 +87,7 @@ def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = Non
         if is_endpoint(cfg.role_model(role)):
             return policy_load.load_endpoint(cfg.role_model(role))
         return policy_load.load_policy(cfg.backend, cfg.role_model(role),
-                                       max_batch_size=cfg.policy_batch, threads=cfg.threads,
+                                       max_batch_size=cfg.policy_batch, threads=cfg.engine_threads,
                                        weights=cfg.engine_weights(role))
 
     def trained(policy: Policy) -> tuple[Learner, Any]:

@@ -227,9 +227,9 @@ def _play(ctx: RunContext, it: _Iteration) -> StageResult:
 
 def _fit_threads(ctx: RunContext, policy: Any) -> int | None:
     """Set ``policy``'s threads for a stage to the cores free at its start
-    (:func:`spadework.cores.free_cores`) when the run leaves ``threads`` unset and the engine
+    (:func:`spadework.cores.free_cores`) when the run's ``threads`` is ``"auto"`` and the engine
     takes a count (llama.cpp's); the count set, or None."""
-    if ctx.cfg.threads is not None or not callable(getattr(policy, "set_threads", None)):
+    if ctx.cfg.threads != "auto" or not callable(getattr(policy, "set_threads", None)):
         return None
     threads = free_cores()
     policy.set_threads(threads)

@@ -69,15 +69,31 @@ class _Engine:
         self.threads = n
 
 
-def test_a_stage_sets_its_engines_threads_to_the_free_cores_only_when_the_run_leaves_them_unset(
+def test_a_stage_sets_its_engines_threads_to_the_free_cores_only_when_the_run_asks_for_auto(
         monkeypatch):
     monkeypatch.setattr("spadework.loop.free_cores", lambda: 1)
     engine = _Engine()
-    assert _fit_threads(SimpleNamespace(cfg=SimpleNamespace(threads=None)), engine) == 1
+    assert _fit_threads(SimpleNamespace(cfg=SimpleNamespace(threads="auto")), engine) == 1
     assert engine.threads == 1
-    engine = _Engine()
-    assert _fit_threads(SimpleNamespace(cfg=SimpleNamespace(threads=2)), engine) is None
-    assert engine.threads is None  # set by the run: left alone
-    assert _fit_threads(SimpleNamespace(cfg=SimpleNamespace(threads=None)), object()) is None
+    for fixed in (2, None):  # a number, or the engine's own default: left alone
+        engine = _Engine()
+        assert _fit_threads(SimpleNamespace(cfg=SimpleNamespace(threads=fixed)), engine) is None
+        assert engine.threads is None
+    assert _fit_threads(SimpleNamespace(cfg=SimpleNamespace(threads="auto")), object()) is None
     assert _with_threads({"decode_steps": 3}, 1) == {"decode_steps": 3, "threads": 1}
     assert _with_threads(None, 1) is None and _with_threads({"rows": 2}, None) == {"rows": 2}
+
+
+def test_threads_settings_take_a_number_auto_or_nothing_and_name_what_else_is_wrong():
+    from spadework.config import override, preset
+    from spadework.errors import ConfigError
+    from spadework.settings.learner import TrainConfig
+
+    cfg = preset("cpu-qwen")
+    assert cfg.threads == "auto" and cfg.learner.threads == "auto" and cfg.engine_threads is None
+    assert override(cfg, {"threads": 2}).engine_threads == 2
+    for bad in ("all", 0, True):
+        with pytest.raises(ConfigError, match="threads"):
+            override(cfg, {"threads": bad})
+        with pytest.raises(ConfigError, match="threads"):
+            TrainConfig(threads=bad)

@@ -32,11 +32,11 @@ class TrainConfig:
     task, about 1,000 of their 1,100 to 1,700 prompt tokens: sharing it runs a step's samples
     in a fraction of the tokens (``benchmarks/shared_prefix.py``).
     ``gradient_checkpointing`` recomputes activations in the backward pass (less memory, about a
-    third more compute). ``threads``: torch threads during a step (None: the cores this process
-    may use less those other processes keep busy when the step starts,
-    :func:`spadework.cores.free_cores`: on the 2-core machine a step of 8 agent-turn samples
-    took 39 s on two threads against 68 s on one when alone, and every core ran about 7x slower
-    than one while another process held a core); the caller's thread count is restored after,
+    third more compute). ``threads``: torch threads during a step (None: every core this process
+    may use; ``"auto"``: those cores less the ones other processes keep busy when the step
+    starts, :func:`spadework.cores.free_cores`: on the 2-core machine one step ran 59 tokens/s
+    on two threads and 35 on one when alone, and 21 on two against 35 on one beside a process
+    spinning a core, ``benchmarks/threads.py``); the caller's thread count is restored after,
     and the step's figures say how many ran (``threads``). ``seed``: LoRA initialisation.
     There is no temperature here: each sample is scored at the temperature it was drawn with
     (``Sample.sampling``), so a designer sample drawn at 0.6 and an agent turn drawn at 0.7
@@ -91,7 +91,7 @@ class TrainConfig:
     micro_batch_tokens: int = 8192
     share_prefix: int = 64
     gradient_checkpointing: bool = False
-    threads: int | None = None
+    threads: int | str | None = None
     seed: int = 0
     pack_turns: bool = True
     head_chunk: int = 512
@@ -124,8 +124,10 @@ class TrainConfig:
             (self.compute_dtype in COMPUTE_DTYPES,
              f"compute_dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {self.compute_dtype!r}"),
             (self.head_chunk >= 0, f"head_chunk must be >= 0 (0: one pass), got {self.head_chunk}"),
-            (self.threads is None or self.threads >= 1,
-             f"threads must be >= 1 or unset, got {self.threads}"),
+            (self.threads is None or self.threads == "auto" or (
+                isinstance(self.threads, int) and not isinstance(self.threads, bool)
+                and self.threads >= 1),
+             f'threads must be an integer >= 1, "auto" or unset, got {self.threads!r}'),
             (not self.pack_turns or self.aggregation == "token",
              "pack_turns gives the unpacked update only under aggregation = \"token\" (a packed "
              "episode would count as one sequence): set pack_turns = false for \"sequence\""),

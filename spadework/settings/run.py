@@ -65,10 +65,11 @@ class RunConfig:
     :mod:`spadework.policy.backends`: ``hf`` (transformers, sampling from the module it trains;
     the default) or ``llamacpp`` (the fast CPU engine, which the CPU presets name; the learner
     trains a transformers twin and each update is synced into it). ``threads``: the llamacpp
-    engine's threads (None: at the start of each play and design stage, the cores this process
-    may use less those other processes keep busy then, :func:`spadework.cores.free_cores`,
-    recorded as ``threads`` in the stage's engine figures; outside a run's stages, half the
-    cores, at least 1).
+    engine's threads (None: half the cores this process may use, at least 1; ``"auto"``: at
+    the start of each play and design stage, the cores this process may use less those other
+    processes keep busy then, :func:`spadework.cores.free_cores`, recorded as ``threads`` in
+    the stage's engine figures. The count can change a run's numbers in the last bits, so a
+    run under a changing load replays exactly only with a number set).
     ``frozen_weights``: the llamacpp weights of a role in ``frozen`` with a model of its own
     (it never trains, so nothing needs its logprobs to match a learner's): ``gguf``, the
     quantised file as pulled, or ``bf16`` / ``f16``, the 16-bit copy the trained roles sample
@@ -97,7 +98,7 @@ class RunConfig:
     episode_seconds: float = 60.0
     policy_batch: int = 16
     backend: str = DEFAULT_BACKEND
-    threads: int | None = None
+    threads: int | str | None = None
     frozen_weights: str = "gguf"
     designer_model: str | None = None
     agent_model: str | None = None
@@ -119,8 +120,11 @@ class RunConfig:
             raise ConfigError("RunConfig.episode_seconds must be > 0")
         if self.backend not in BACKENDS:
             raise ConfigError(f"RunConfig.backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ConfigError(f"RunConfig.threads must be an integer >= 1 or unset, got {self.threads!r}")
+        if self.threads is not None and self.threads != "auto" and (
+                isinstance(self.threads, bool) or not isinstance(self.threads, int)
+                or self.threads < 1):
+            raise ConfigError(f'RunConfig.threads must be an integer >= 1, "auto" or unset, got '
+                              f"{self.threads!r}")
         if self.frozen_weights not in WEIGHTS:
             raise ConfigError(f"RunConfig.frozen_weights must be one of {', '.join(WEIGHTS)}, got "
                               f"{self.frozen_weights!r}")
@@ -179,6 +183,12 @@ class RunConfig:
     def trained_roles(self) -> tuple[str, ...]:
         """The roles whose weights this run updates (none without training)."""
         return tuple(r for r in ROLES if r not in self.frozen) if self.train else ()
+
+    @property
+    def engine_threads(self) -> int | None:
+        """The threads an engine is built with: ``threads``, or None (its own default) when
+        unset or ``"auto"`` (the run sets them per stage then)."""
+        return None if self.threads == "auto" else self.threads
 
     def engine_weights(self, role: str) -> str:
         """The llamacpp weights ``role`` samples from: ``frozen_weights`` for a frozen role with

@@ -43,7 +43,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from spadework.cores import free_cores
+from spadework.cores import allowed_cores, free_cores
 from spadework.errors import ConfigError
 from spadework.settings.learner import TrainConfig
 from spadework.train.attention import use_segments
@@ -176,7 +176,8 @@ class Learner:
         if not samples:
             raise ValueError("step() needs at least one sample")
         before = torch.get_num_threads()
-        threads = self.cfg.threads or free_cores()
+        threads = free_cores() if self.cfg.threads == "auto" else (
+            self.cfg.threads or len(allowed_cores()))
         torch.set_num_threads(threads)
         try:
             with self._linear16:  # a step's backward recomputes layers: it spans the whole step
