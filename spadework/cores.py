@@ -3,7 +3,7 @@
 Why: the engines and the learner spin their threads at every barrier, so a thread per core on a
 machine where another process holds a core runs far slower than one thread fewer (llama.cpp's
 two threads 8x slower under a busy neighbour, the learner's about 7x; docs/engine.md). A run
-whose ``threads`` are unset asks :func:`free_cores` at the start of each play, design and train
+with ``threads = "auto"`` asks :func:`free_cores` at the start of each play, design and train
 stage instead of fixing a count for the whole run.
 
 The measure: the busy time of the CPUs this process may run on (``/proc/stat``) over a short
@@ -71,7 +71,7 @@ def busy_elsewhere(window: float = WINDOW_SECONDS, stat: Path = _STAT) -> float 
 
 def free_cores(window: float = WINDOW_SECONDS, stat: Path = _STAT) -> int:
     """The cores this process may use less those other processes keep busy now (rounded), at
-    least 1: a stage's thread count when none is set.
+    least 1: a stage's thread count under ``threads = "auto"``.
 
     >>> 1 <= free_cores(window=0.05) <= len(allowed_cores())
     True

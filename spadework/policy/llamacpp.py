@@ -277,8 +277,8 @@ class LlamaCppPolicy:
 
     def set_threads(self, threads: int) -> None:
         """Compute with ``threads`` threads from the next call on (the run sets them per stage
-        from the cores free then, :func:`spadework.cores.free_cores`, when ``threads`` is
-        unset); the cached prefixes stay."""
+        from the cores free then, :func:`spadework.cores.free_cores`, under ``threads =
+        "auto"``); the cached prefixes stay."""
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ConfigError(f"threads must be an integer >= 1, got {threads!r}")
         with self._lock:

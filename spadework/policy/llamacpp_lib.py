@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 from dataclasses import dataclass
 from typing import Any
 
+from spadework.cores import allowed_cores
 from spadework.errors import PolicyError
 from spadework.policy.decode import DecodeRow
 
@@ -42,7 +42,7 @@ def _silence(ll: Any) -> Any:
 def default_threads() -> int:
     """Half the cores this process may use, at least 1 (one on this project's 2-core machines,
     where two threads ran 1.7x faster on a quiet machine and 8x slower on a busy one)."""
-    return max(1, len(os.sched_getaffinity(0)) // 2)
+    return max(1, len(allowed_cores()) // 2)
 
 
 def context_params(ll: Any, n_seq: int, cells: int, threads: int, kv_type: str,
