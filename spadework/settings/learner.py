@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spadework.cores import is_thread_setting
 from spadework.errors import ConfigError
 
 AGGREGATIONS = ("token", "sequence")
@@ -124,9 +125,7 @@ class TrainConfig:
             (self.compute_dtype in COMPUTE_DTYPES,
              f"compute_dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {self.compute_dtype!r}"),
             (self.head_chunk >= 0, f"head_chunk must be >= 0 (0: one pass), got {self.head_chunk}"),
-            (self.threads is None or self.threads == "auto" or (
-                isinstance(self.threads, int) and not isinstance(self.threads, bool)
-                and self.threads >= 1),
+            (is_thread_setting(self.threads),
              f'threads must be an integer >= 1, "auto" or unset, got {self.threads!r}'),
             (not self.pack_turns or self.aggregation == "token",
              "pack_turns gives the unpacked update only under aggregation = \"token\" (a packed "

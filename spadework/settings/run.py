@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from spadework.cores import is_thread_setting
 from spadework.errors import ConfigError
 from spadework.settings.check import CheckConfig
 from spadework.settings.curriculum import CurriculumConfig
@@ -120,9 +121,7 @@ class RunConfig:
             raise ConfigError("RunConfig.episode_seconds must be > 0")
         if self.backend not in BACKENDS:
             raise ConfigError(f"RunConfig.backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
-        if self.threads is not None and self.threads != "auto" and (
-                isinstance(self.threads, bool) or not isinstance(self.threads, int)
-                or self.threads < 1):
+        if not is_thread_setting(self.threads):
             raise ConfigError(f'RunConfig.threads must be an integer >= 1, "auto" or unset, got '
                               f"{self.threads!r}")
         if self.frozen_weights not in WEIGHTS:
