@@ -26,14 +26,6 @@ _STAT = Path("/proc/stat")
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def is_thread_setting(value: object) -> bool:
-    """Whether ``value`` is a valid ``threads`` setting: an integer >= 1, ``"auto"`` or None
-    (a bool is not a count)."""
-    if value is None or value == "auto":
-        return True
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
 def allowed_cores() -> list[int]:
     """The CPUs this process may run on."""
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spadework.cores import is_thread_setting
 from spadework.errors import ConfigError
 
 AGGREGATIONS = ("token", "sequence")
@@ -12,6 +11,14 @@ AGGREGATIONS = ("token", "sequence")
 
 #: Linear layers that take LoRA in Llama/Qwen/Mistral-style models (attention and MLP).
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def is_thread_setting(value: object) -> bool:
+    """Whether ``value`` is a valid ``threads`` setting: an integer >= 1, ``"auto"`` or None
+    (a bool is not a count)."""
+    if value is None or value == "auto":
+        return True
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spadework.cores import is_thread_setting
 from spadework.errors import ConfigError
 from spadework.settings.check import CheckConfig
 from spadework.settings.curriculum import CurriculumConfig
 from spadework.settings.design import DesignConfig
 from spadework.settings.eval import EvalConfig
-from spadework.settings.learner import TrainConfig
+from spadework.settings.learner import TrainConfig, is_thread_setting
 from spadework.settings.log import LogConfig
 from spadework.settings.play import PlayConfig
 from spadework.settings.ray import RayConfig
