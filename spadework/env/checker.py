@@ -19,10 +19,11 @@ reason a designer can act on, and each stage is a public function testable on it
                     same observations and get different moves (:mod:`spadework.env.visible`);
 8. ``readable``     games: a concrete example move first, and the format restated after a
                     malformed and after a wrong move (:mod:`spadework.env.readable`);
-9. ``not_trivial``  random, empty and repeated actions, and one seed's solution() replayed on
-                    other seeds, each win at most ``trivial_rate`` of episodes at the top level,
-                    win no more often as the level rises, and the answer is not printed in the
-                    first observation at any level;
+9. ``not_trivial``  random, empty and repeated actions, one seed's solution() replayed on
+                    other seeds, and the example moves shown copied back, each win at most
+                    ``trivial_rate`` of episodes at the top level, win no more often as the
+                    level rises, and the answer is not printed in the first observation at any
+                    level;
 10. ``novelty``     not a near-duplicate of existing code (:mod:`spadework.env.novelty`; omitted
                     when nothing is given to compare against).
 

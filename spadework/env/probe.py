@@ -262,11 +262,14 @@ def find_leak(firsts: dict[int, tuple[str, str | None]]) -> str | None:
 REPEATED = ("\\boxed{1}", "\\boxed{0}", "\\boxed{yes}", "\\boxed{A}", "<answer>1</answer>")
 
 
-def play(env: EnvHandle, seed: int, policy: Callable[[int], str], max_turns: int, cap: int) -> bool:
-    """Play one episode from reset(seed) with ``policy(turn)``; whether it was won."""
-    do_reset(env, seed, cap)
+def play(env: EnvHandle, seed: int, policy: Callable[[int, str], str], max_turns: int,
+         cap: int) -> bool:
+    """Play one episode from reset(seed) with ``policy(turn, observation)`` (the observation
+    the move answers); whether it was won."""
+    obs = do_reset(env, seed, cap)
     for turn in range(max_turns):
-        step = do_step(env, policy(turn), cap)
+        step = do_step(env, policy(turn, obs), cap)
         if step.done:
             return step.won
+        obs = step.obs
     return False

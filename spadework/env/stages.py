@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable
 
 from spadework.env.budget import Budget
+from spadework.env.gameenv.boxes import box
 from spadework.env.probe import (
     REPEATED,
     EnvHandle,
@@ -31,6 +32,7 @@ from spadework.env.probe import (
     solution_actions,
     tool_names,
 )
+from spadework.env.readable import concrete_examples
 from spadework.errors import ContractError, EnvRaised
 from spadework.settings.check import CheckConfig
 
@@ -136,31 +138,52 @@ _TRIVIAL_FIX = {
     "memorised": ("the actions solution() gives on one seed win the other seeds too: draw what "
                   "the answer depends on (hidden values, the task's numbers) from reset(seed), "
                   "so that each instance needs its own answer"),
+    "example": ("playing the example moves the observations show wins: an example move shows "
+                "the format only, so make it a move that is never this instance's answer (for "
+                "example a fixed value outside the answers' range), never the answer itself"),
 }
 
 
+def copy_examples() -> Callable[[int, str], str]:
+    """An episode's policy that plays the concrete boxed moves its observations show, each once,
+    in the order shown, then the last again: what a small agent does that copies the example
+    (run q8, 2026-12-05: a designed game whose ``example()`` returned its answer passed every
+    stage, the agent winning by writing the example back)."""
+    played: list[str] = []
+
+    def policy(_turn: int, obs: str) -> str:
+        for move in concrete_examples(obs):
+            if move not in played:
+                played.append(move)
+                return box(move)
+        return box(played[-1]) if played else ""
+    return policy
+
+
 def _strategies(cfg: CheckConfig, tools: list[str],
-                memorised: list[str]) -> dict[str, list[tuple[int, Callable[[int], str]]]]:
-    """Each trivial strategy's episodes as (seed, policy). ``memorised``: the actions solution()
-    gave on seed ``cfg.seed + 1000``, replayed word for word on other seeds (its last action
-    repeated past its end): when they win there, the answer does not depend on the instance and
-    an agent wins by remembering one reply sequence."""
+                memorised: list[str]) -> dict[str, list[tuple[int, Callable[[int, str], str]]]]:
+    """Each trivial strategy's episodes as (seed, policy(turn, observation)). ``memorised``: the
+    actions solution() gave on seed ``cfg.seed + 1000``, replayed word for word on other seeds
+    (its last action repeated past its end): when they win there, the answer does not depend on
+    the instance and an agent wins by remembering one reply sequence. ``example``: the boxed
+    moves the observations show, copied (:func:`copy_examples`)."""
     base, n_fixed = cfg.seed + 1000, max(1, cfg.trivial_episodes // 4)
 
     def rand(seed: int) -> Callable[[int], str]:
         rng = random.Random(f"{cfg.seed}:{seed}")
-        return lambda _turn: random_action(rng, tools)
+        return lambda _turn, _obs: random_action(rng, tools)
 
     return {
         "random": [(base + e, rand(base + e)) for e in range(cfg.trivial_episodes)],
-        "empty": [(base + e, lambda _turn: "") for e in range(n_fixed)],
+        "empty": [(base + e, lambda _turn, _obs: "") for e in range(n_fixed)],
         "repeated": [
-            (base + e, lambda _turn, a=REPEATED[e % len(REPEATED)]: a) for e in range(n_fixed)
+            (base + e, lambda _turn, _obs, a=REPEATED[e % len(REPEATED)]: a) for e in range(n_fixed)
         ],
         "memorised": [
-            (base + 1 + e, lambda turn: memorised[min(turn, len(memorised) - 1)])
+            (base + 1 + e, lambda turn, _obs: memorised[min(turn, len(memorised) - 1)])
             for e in range(cfg.trivial_episodes)
         ],
+        "example": [(base + e, copy_examples()) for e in range(cfg.trivial_episodes)],
     }
 
 
@@ -200,8 +223,8 @@ def trivial_rates(open_env: Opener, cfg: CheckConfig, budget: Budget | None = No
 
 def not_trivial_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None = None) -> str:
     """The answer is not printed in the first observation, and no trivial strategy (random,
-    empty, the same reply repeated, one instance's solution replayed on the others) wins more
-    than ``trivial_rate`` of its episodes (:func:`trivial_rates`)."""
+    empty, the same reply repeated, one instance's solution replayed on the others, the example
+    moves shown copied) wins more than ``trivial_rate`` of its episodes (:func:`trivial_rates`)."""
     rates = trivial_rates(open_env, cfg, budget)
     return ("wins by " + ", ".join(f"{name} {w}/{n}" for name, (w, n) in rates.items())
             + "; answer not in the first observation")

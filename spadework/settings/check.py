@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from spadework.errors import ConfigError
 
 #: Upper bounds of the settings people type (``--max-turns``, ``--seeds``). No text game needs
-#: more turns than fit in a context window, and the checker plays about 30 episodes of up to
-#: ``max_turns`` steps; past 2**64 a turn cap cannot even be sent to the sandbox.
+#: more turns than fit in a context window, and the checker plays about 70 episodes a level of
+#: up to ``max_turns`` steps; past 2**64 a turn cap cannot even be sent to the sandbox.
 MAX_TURNS = 1000
 MAX_SEEDS = 1000
-MAX_TURNS_WHY = (f"the checker plays about 30 episodes of up to max_turns steps; no text game needs "
-                 f"more than {MAX_TURNS} turns")
+MAX_TURNS_WHY = (f"the checker plays about 70 episodes a level of up to max_turns steps; no text "
+                 f"game needs more than {MAX_TURNS} turns")
 SEEDS_WHY = "each seed replays solution() once"
 
 
@@ -29,12 +29,12 @@ class CheckConfig:
     >>> CheckConfig(max_turns=100_000)
     Traceback (most recent call last):
     ...
-    spadework.errors.ConfigError: CheckConfig.max_turns must be an integer from 1 to 1000, got 100000 (the checker plays about 30 episodes of up to max_turns steps; no text game needs more than 1000 turns)
+    spadework.errors.ConfigError: CheckConfig.max_turns must be an integer from 1 to 1000, got 100000 (the checker plays about 70 episodes a level of up to max_turns steps; no text game needs more than 1000 turns)
     """
 
     max_turns: int = 20  # pass the play max_turns; the instance is built with it and must end by it
     determinism_seeds: int = 3
-    trivial_episodes: int = 20  # random-action episodes; empty and repeated get a quarter each
+    trivial_episodes: int = 20  # random, memorised and example episodes; empty and repeated a quarter
     trivial_rate: float = 0.1  # a strategy winning a larger share of episodes fails
     max_obs_chars: int = 32_768
     novelty_threshold: float = 0.9  # Jaccard similarity at or above which a candidate is a copy

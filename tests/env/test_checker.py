@@ -80,6 +80,7 @@ REASONS = {
     "levels_inverted": "levels not ordered: ",
     "level_unsolvable": "level 3: not solvable: seed ",
     "levels_not_an_int": "LEVELS is '3' (str)",
+    "example_is_answer": "level 3: trivial: example replies won 20 of 20",
 }
 
 
@@ -520,7 +521,8 @@ def test_progress_reports_numbers_for_every_stage(sb):
     assert starts == RUNTIME_STAGES and ends == [(s, True) for s in RUNTIME_STAGES]
     last = {e.stage: e for e in events if e.event == "end"}
     assert (last["solvable"].done, last["solvable"].total, last["solvable"].unit) == (64, 64, "seeds")
-    assert (last["not_trivial"].done, last["not_trivial"].total) == (50, 50)
+    # 20 random, 5 empty, 5 repeated, 20 memorised and 20 example episodes
+    assert (last["not_trivial"].done, last["not_trivial"].total) == (70, 70)
     assert last["contract"].done == last["contract"].total == 25
     assert all(0 <= e.done <= max(e.total, e.done) and e.budget == 60.0 for e in events)
     assert [e.elapsed for e in events] == sorted(e.elapsed for e in events)

@@ -43,9 +43,10 @@ def test_literals_are_kept():
 #: Bad fixtures written from scratch, not as variants of the good arithmetic chain: the syntax
 #: error; the cipher slip, a one-character variant of the former cipher_machine starter (since
 #: rewritten on GameEnv with levels: no base is left to compare it to); and the fixtures of the
-#: levels, visible and readable stages.
+#: levels, visible and readable stages; and a designed game the example strategy rejects.
 NOT_VARIANTS = {"syntax_error", "cipher_alphabet_slip", "hidden_answer", "level_unsolvable",
-                "levels_inverted", "levels_not_an_int", "placeholder_format", "terse_feedback"}
+                "levels_inverted", "levels_not_an_int", "placeholder_format", "terse_feedback",
+                "example_is_answer"}
 
 
 def test_one_line_variants_are_near_duplicates():
