@@ -8,7 +8,7 @@ setup:
 	@bash scripts/setup.sh
 
 # The main job: the cpu-qwen preset (a frozen Qwen2.5-Coder-1.5B designer, a 0.5B agent trained
-# with LoRA, the level controller), about 30 minutes on two cores. Run again to resume it.
+# with LoRA, the level controller), about 50 minutes on two cores. Run again to resume it.
 # `spadework run --preset cpu` is the quick one with the 135M default model.
 RUN_DIR ?= runs/main
 run: setup
