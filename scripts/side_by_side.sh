@@ -8,10 +8,10 @@
 #
 #   bash scripts/side_by_side.sh [ROOT] [SUITES...]     (default: runs/side-by-side library-heldout)
 #
-# Each run takes about 50 minutes on two cores (eight iterations), each library-heldout evaluation under 3 minutes,
-# rg-default about half an hour (add it to SUITES to measure it). Progress goes to the terminal;
-# an interrupted script can be started again: finished runs are resumed (nothing is redone),
-# finished evaluations are kept.
+# Each run takes about 50 minutes on two cores (eight iterations), each library-heldout
+# evaluation under 3 minutes, rg-default about half an hour (add it to SUITES to measure it).
+# Progress goes to the terminal; an interrupted script can be started again: finished runs are
+# resumed (nothing is redone), finished evaluations are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=${1:-runs/side-by-side}

@@ -169,7 +169,7 @@ def _strategies(cfg: CheckConfig, tools: list[str],
     moves the observations show, copied (:func:`copy_examples`)."""
     base, n_fixed = cfg.seed + 1000, max(1, cfg.trivial_episodes // 4)
 
-    def rand(seed: int) -> Callable[[int], str]:
+    def rand(seed: int) -> Callable[[int, str], str]:
         rng = random.Random(f"{cfg.seed}:{seed}")
         return lambda _turn, _obs: random_action(rng, tools)
 

@@ -70,8 +70,8 @@ def test_other_fixtures_pass_static(path):
     expected = {"cipher_alphabet_slip": "CipherMachineEnv", "hidden_answer": "HarvestEnv",
                 "level_unsolvable": "LongSumEnv", "levels_inverted": "ProductEnv",
                 "levels_not_an_int": "StringLevelsEnv", "placeholder_format": "PlaceholderSumEnv",
-                "terse_feedback": "TerseSumEnv",
-                "example_is_answer": "DivisibilityRemainderEnv"}.get(path.stem, "ArithmeticChainEnv")
+                "terse_feedback": "TerseSumEnv", "example_is_answer": "DivisibilityRemainderEnv",
+                }.get(path.stem, "ArithmeticChainEnv")
     assert check_static(path.read_text()).class_name == expected or path.parent.name == "good"
 
 
