@@ -10,10 +10,14 @@ and a Markdown table (starter x level -> wins of N) for the README. Progress goe
 What it is for: level 1 of every starter should be won in some plays by the base 0.5B, so a
 curriculum has a rung to start on, and the top level less often (issue "Environments a small
 agent can read"). The table is a measurement of the environments as written, not of training.
+With ``--checkpoint RUN_DIR`` (or ``RUN_DIR/ITER``) the agent is a run's trained one instead: its
+LoRA checkpoint goes onto the base weights as a llama.cpp adapter, as ``spadework eval
+--backend llamacpp --checkpoint`` applies it, so a rung can be measured against the agent a
+curriculum has brought to it.
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/starter_levels.py [--preset cpu-qwen]
        [--plays 10] [--only maze,nim] [--modules DIR] [--history K] [--levels 1,2] [--template-tools off]
-       [--threads N] [--seed 7]
+       [--threads N] [--seed 7] [--checkpoint RUN_DIR]
 """
 
 from __future__ import annotations
@@ -37,12 +41,17 @@ def table(results: dict[str, dict[int, dict]], plays: int) -> str:
     | starter | level 1 | level 2 |
     | --- | --- | --- |
     | maze | 3/10 | 0/10 |
+    >>> print(table({"nim": {2: {"wins": 2}}, "maze": {}}, 10))
+    | starter | level 2 |
+    | --- | --- |
+    | nim | 2/10 |
+    | maze | - |
     """
-    width = max((len(levels) for levels in results.values()), default=0)
-    lines = ["| starter | " + " | ".join(f"level {k}" for k in range(1, width + 1)) + " |",
-             "| --- |" + " --- |" * width]
+    played = sorted({k for levels in results.values() for k in levels})
+    lines = ["| starter | " + " | ".join(f"level {k}" for k in played) + " |",
+             "| --- |" + " --- |" * len(played)]
     for name, levels in results.items():
-        cells = [f"{levels[k]['wins']}/{plays}" if k in levels else "-" for k in range(1, width + 1)]
+        cells = [f"{levels[k]['wins']}/{plays}" if k in levels else "-" for k in played]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -62,6 +71,8 @@ def main() -> None:
                          "all: the whole conversation)")
     ap.add_argument("--template-tools", choices=("on", "off"), default=None,
                     help="PlayConfig.template_tools (default: the preset's; off: the opening lists the tools)")
+    ap.add_argument("--checkpoint", default=None,
+                    help="a run's checkpoint (RUN_DIR: its latest; RUN_DIR/ITER) for the agent")
     args = ap.parse_args()
 
     from agent_probe import measure
@@ -89,7 +100,15 @@ def main() -> None:
     t0 = time.time()
     policy = load_policy("llamacpp", cfg.role_model("agent"), max_batch_size=cfg.policy_batch,
                          threads=args.threads or cfg.threads)
+    checkpoint = None
+    if args.checkpoint is not None:
+        from spadework.evaluate.run import resolve_checkpoint
+        from spadework.policy.backends import backend
+
+        checkpoint = resolve_checkpoint(args.checkpoint)
+        backend("llamacpp").checkpoint(policy, checkpoint)
     out: dict = {"benchmark": "starter_levels", "preset": args.preset, "agent_model": cfg.role_model("agent"),
+                 "checkpoint": None if checkpoint is None else str(checkpoint),
                  "plays": args.plays, "max_turns": cfg.play.max_turns, "max_tokens": cfg.play.max_tokens,
                  "temperature": cfg.play.temperature, "seed": args.seed,
                  "history_turns": cfg.play.history_turns, "template_tools": cfg.play.template_tools,

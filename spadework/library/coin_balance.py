@@ -35,6 +35,8 @@ SKILL = "logical deduction"
 SIZES = {1: (3, 3, True, 1), 2: (6, 9, True, 2), 3: (8, 12, False, 3), 4: (20, 30, False, 4)}
 
 _WEIGH = re.compile(r"^weigh\s*:?\s*(.+?)\s+(?:vs\.?|versus|against|and)\s+(.+)$", re.IGNORECASE)
+# "12 31 vs 47 58" without the word weigh: a weighing all the same (the 0.5B agent writes it)
+_BARE_WEIGH = re.compile(r"^(?:coins?\s*)?\d[\d\s,]*\s(?:vs\.?|versus|against)\s", re.IGNORECASE)
 _ANSWER = re.compile(r"^(?:answer\s*:?\s*)?(?:coin\s*)?(\d+)\s*,?\s*(?:is\s+)?(heavy|heavier|light|lighter)?$",
                      re.IGNORECASE)
 _SAID = {1: "the left pan is heavier", -1: "the right pan is heavier", 0: "the pans balance"}
@@ -118,7 +120,10 @@ class CoinBalanceEnv(GameEnv):
         return f"weigh {self.coins[0]} vs {self.coins[1]}"
 
     def judge(self, move):
-        weigh, answer = _WEIGH.match(move.strip()), _ANSWER.match(move.strip())
+        move = move.strip()
+        if _BARE_WEIGH.match(move):
+            move = f"weigh {move}"
+        weigh, answer = _WEIGH.match(move), _ANSWER.match(move)
         forms = (f"Write weigh {self.coins[0]} vs {self.coins[1]} to weigh, or answer followed by "
                  "a coin's number and heavy or light.")
         if answer:

@@ -9,9 +9,12 @@ Levels (the same rules; more stops on a bigger map as the level rises):
 
 - 1: 2 stops on a 6x6 map: visit the one nearer the depot first (exactly one order wins); the
   task gives the stops' distances from the depot and says so, without the map;
-- 2: 3 stops on an 8x8 map;
-- 3: 5 stops on a 10x10 map;
-- 4: 7 stops on a 10x10 map (5040 orders).
+- 2: 3 stops on a 6x6 map, deals where going on to the nearest stop not yet visited is the one
+  shortest route; the task gives the blocks between places and says so, without the map (the
+  rung between a rule stated for two stops and a route found);
+- 3: 3 stops on an 8x8 map;
+- 4: 5 stops on a 10x10 map;
+- 5: 7 stops on a 10x10 map (5040 orders).
 
 From level 2 on, deals where the stops' own numbering is a shortest route are redrawn, so the
 order 1 2 3 ... (the example move) never wins.
@@ -32,7 +35,7 @@ SETTING = "games"
 SKILL = "optimization"
 
 #: Per level: (stops, side of the square map).
-LEVEL_SHAPES = {1: (2, 6), 2: (3, 8), 3: (5, 10), 4: (7, 10)}
+LEVEL_SHAPES = {1: (2, 6), 2: (3, 6), 3: (3, 8), 4: (5, 10), 5: (7, 10)}
 
 
 def blocks(a, b):
@@ -61,11 +64,25 @@ def shortest_routes(points):
     return best, orders
 
 
+def nearest_first(points):
+    """The order that goes on from the depot to the nearest stop not yet visited each time, or
+    None when two stops tie at some step (the rule would not say which)."""
+    here, left, order = 0, set(range(1, len(points))), []
+    while left:
+        gaps = sorted((blocks(points[here], points[j]), j) for j in left)
+        if len(gaps) > 1 and gaps[0][0] == gaps[1][0]:
+            return None
+        here = gaps[0][1]
+        order.append(here)
+        left.remove(here)
+    return tuple(order)
+
+
 class DeliveryRouteEnv(GameEnv):
     """Shortest open route from a depot through every stop on a grid, with the gap to the
     optimum as feedback."""
 
-    LEVELS = 4
+    LEVELS = 5
 
     def setup(self, rng):
         n, side = LEVEL_SHAPES[self.level]
@@ -74,6 +91,8 @@ class DeliveryRouteEnv(GameEnv):
         while True:
             points = rng.sample(cells, n + 1)
             best, orders = shortest_routes(points)
+            if self.level == 2 and (len(orders) != 1 or nearest_first(points) != orders[0]):
+                continue
             if n == 2 and len(orders) == 1 or n > 2 and plain not in orders:
                 break
         self.points, self.best, self.order = points, best, orders[0]
@@ -89,6 +108,8 @@ class DeliveryRouteEnv(GameEnv):
     def task(self):
         if self.stops == 2:
             return self._task_two()
+        if self.level == 2:
+            return self._task_nearest()
         n = self.stops
         names = ["the depot"] + [f"stop {i}" for i in range(1, n + 1)]
         stops = "1 and 2" if n == 2 else f"1 to {n}"
@@ -118,6 +139,19 @@ class DeliveryRouteEnv(GameEnv):
                 f"{_blocks_text(blocks(pts[0], pts[2]))} from the depot. The shortest route visits "
                 "the nearer stop first. Which stop is nearer the depot? Write the 2 stop numbers in "
                 "visiting order.")
+
+    def _task_nearest(self):
+        """Level 2: three stops, the blocks between places, and the nearest-first rule, which
+        gives the one shortest route of these deals."""
+        pts, n = self.points, self.stops
+        names = ["the depot"] + [f"stop {i}" for i in range(1, n + 1)]
+        legs = "\n".join(f"  {names[i]} to {names[j]}: {_blocks_text(blocks(pts[i], pts[j]))}"
+                         for i in range(n) for j in range(i + 1, n + 1))
+        return (f"A courier leaves the depot and visits stops 1 to {n}, each once; the route ends "
+                f"at the last stop. Blocks between places:\n{legs}\n"
+                "Here the shortest route goes to the stop nearest the depot first, then each "
+                f"time to the nearest stop not yet visited. Write the {n} stop numbers in visiting "
+                "order.")
 
     def example(self):
         """The numbering order (never a shortest route from level 2 on), or at level 1 the

@@ -8,9 +8,12 @@ Levels (the same rules and moves, longer sequences with harder rules):
 
 1. five terms of a sequence that adds the same small step (2 to 5) each time, and the task
    states the step ("each number is 3 more than the one before"); predict one term;
-2. six terms; the rule adds a constant step (it may be negative), repeats a cycle of three steps
+2. five terms of a sequence that adds the same small step (2 to 6) each time, and the task says
+   so without giving the step: it is read off two neighbours; predict one term (the rung
+   between the stated step and an unstated rule);
+3. six terms; the rule adds a constant step (it may be negative), repeats a cycle of three steps
    or has steps that grow by a constant; predict two terms;
-3. seven terms; the rule comes from seven families (the three above, ratios, two-term
+4. seven terms; the rule comes from seven families (the three above, ratios, two-term
    recurrences, two interleaved sequences, alternating operations); predict three terms (the
    original game).
 
@@ -32,7 +35,8 @@ SETTING = "games"
 SKILL = "pattern recognition"
 
 #: Level: (terms shown, terms to predict, rule families drawn from).
-LEVEL_SPECS = {1: (5, 1, (7,)), 2: (6, 2, (0, 1, 2)), 3: (7, 3, (0, 1, 2, 3, 4, 5, 6))}
+LEVEL_SPECS = {1: (5, 1, (7,)), 2: (5, 1, (8,)), 3: (6, 2, (0, 1, 2)),
+               4: (7, 3, (0, 1, 2, 3, 4, 5, 6))}
 _NUMBER = re.compile(r"[-+]?\d{1,12}")
 
 
@@ -48,6 +52,9 @@ def make_sequence(rng, n, family):
     """(terms, description of the rule) for one family with random parameters."""
     if family == 7:  # level 1: a small constant step
         d, x0 = rng.randint(2, 5), rng.randint(1, 9)
+        return [x0 + d * i for i in range(n)], "the same step is added each time"
+    if family == 8:  # level 2: a small constant step, not stated
+        d, x0 = rng.randint(2, 6), rng.randint(1, 15)
         return [x0 + d * i for i in range(n)], "the same step is added each time"
     if family == 0:
         d = rng.choice([-1, 1]) * rng.randint(3, 17)
@@ -121,7 +128,7 @@ def predict(x):
 class SequenceEnv(GameEnv):
     """Predict the next terms of an integer sequence, one at a time."""
 
-    LEVELS = 3
+    LEVELS = 4
 
     def setup(self, rng):
         shown, count, families = LEVEL_SPECS[self.level]
@@ -146,6 +153,11 @@ class SequenceEnv(GameEnv):
             step = self.terms[1] - self.terms[0]
             return (f"Sequence: {', '.join(map(str, self.terms[:self.known]))}, ?\n"
                     f"Each number is {step} more than the one before. What is the next number?\n"
+                    "Write a move as one whole number.")
+        if self.level == 2:  # the kind of rule is stated, not its step
+            return (f"Sequence: {', '.join(map(str, self.terms[:self.known]))}, ?\n"
+                    "The same number is added each time: subtract a number from the one after it "
+                    "to find it. What is the next number?\n"
                     "Write a move as one whole number.")
         needed = self.shown + self.to_predict - self.known
         return (f"Sequence: {', '.join(map(str, self.terms[:self.known]))}, ?\n"

@@ -11,9 +11,12 @@ Levels (the same rules; the tray is scrambled further as the level rises):
 
 - 1: one slide from the goal (slide the tile that sits where the goal has the empty square, as
   the task points out; the example is a tile that cannot move, so copying it costs a turn only);
-- 2: 2 or 3 slides;
-- 3: 5 to 7 slides;
-- 4: 10 to 14 slides, as the classic starter.
+- 2: two slides from the goal, and the task says where the first tile to slide is (then, one
+  slide away, it points out the last as at level 1): the rung between one slide shown and a
+  scramble planned;
+- 3: 2 or 3 slides;
+- 4: 5 to 7 slides;
+- 5: 10 to 14 slides, as the classic starter.
 
 The scramble is never more slides than ``max_turns`` (down to 1), so solution() solves it in time.
 
@@ -31,7 +34,7 @@ SETTING = "games"
 SKILL = "spatial reasoning"
 
 #: Per level: (fewest, most) slides of a shortest solution.
-LEVEL_DEPTHS = {1: (1, 1), 2: (2, 3), 3: (5, 7), 4: (10, 14)}
+LEVEL_DEPTHS = {1: (1, 1), 2: (2, 2), 3: (2, 3), 4: (5, 7), 5: (10, 14)}
 SIDES = {(-1, 0): "up", (1, 0): "down", (0, -1): "left", (0, 1): "right"}  # gap minus tile
 
 
@@ -100,7 +103,7 @@ def rows(state):
 class SlidingPuzzleEnv(GameEnv):
     """3x3 sliding-tile puzzle scrambled a level's number of optimal slides from the goal."""
 
-    LEVELS = 4
+    LEVELS = 5
 
     def setup(self, rng):
         """Draw where the goal's empty square is, then scramble by a random walk of the empty
@@ -131,13 +134,23 @@ class SlidingPuzzleEnv(GameEnv):
             "A move slides one tile that is next to the empty square (above, below, left or right "
             "of it) into the empty square; the tile's old place becomes empty. Tiles you can "
             f"slide now: {', '.join(map(str, self.movable()))}. A move is the tile's number."
-            + self._one_slide()
+            + self._pointer()
         )
 
-    def _one_slide(self):
-        """Level 1: say where the goal's empty square is, while one slide reaches the goal."""
-        if self.level != 1 or self.state == self.goal or len(solve(self.state, self.goal, 1) or []) != 1:
+    def _pointer(self):
+        """Levels 1 and 2: where the tile to slide is, while one slide (level 1 and 2) or two
+        (level 2) reach the goal: the square of the first tile of two, or the goal's empty square
+        for the last."""
+        if self.level > 2 or self.state == self.goal:
             return ""
+        plan = solve(self.state, self.goal, self.level)
+        if not plan:
+            return ""
+        if len(plan) == 2:
+            r, c = divmod(self.state.index(plan[0]), 3)
+            return (f"\nTwo slides solve it. First slide the tile at row {r + 1}, column {c + 1} "
+                    f"of the tray; then one slide is left. Which tile is at row {r + 1}, column "
+                    f"{c + 1} of the tray?")
         r, c = divmod(self.goal.index(0), 3)
         return (f"\nOne slide solves it: slide the tile that is now where the goal has its empty "
                 f"square, at row {r + 1}, column {c + 1}. Which tile is at row {r + 1}, column "
