@@ -149,22 +149,20 @@ class SequenceEnv(GameEnv):
         return {"turn": self.turn, "level": self.level, "known": self.known}
 
     def task(self):
+        shown = f"Sequence: {', '.join(map(str, self.terms[:self.known]))}, ?\n"
         if self.level == 1:  # the rule is stated: one addition, a one-step question
             step = self.terms[1] - self.terms[0]
-            return (f"Sequence: {', '.join(map(str, self.terms[:self.known]))}, ?\n"
-                    f"Each number is {step} more than the one before. What is the next number?\n"
-                    "Write a move as one whole number.")
+            return (f"{shown}Each number is {step} more than the one before. What is the next "
+                    "number?\nWrite a move as one whole number.")
         if self.level == 2:  # the kind of rule is stated, not its step
-            return (f"Sequence: {', '.join(map(str, self.terms[:self.known]))}, ?\n"
-                    "The same number is added each time: subtract a number from the one after it "
-                    "to find it. What is the next number?\n"
+            return (f"{shown}The same number is added each time: subtract a number from the one "
+                    "after it to find it. What is the next number?\n"
                     "Write a move as one whole number.")
         needed = self.shown + self.to_predict - self.known
-        return (f"Sequence: {', '.join(map(str, self.terms[:self.known]))}, ?\n"
-                f"Find the rule of this sequence of whole numbers and predict the next term. A "
-                f"right prediction is added to the sequence and you go on to the term after it; "
-                f"after a wrong one you hear whether it was too high or too low. Right predictions "
-                f"still needed: {needed}.\n"
+        return (f"{shown}Find the rule of this sequence of whole numbers and predict the next "
+                "term. A right prediction is added to the sequence and you go on to the term "
+                "after it; after a wrong one you hear whether it was too high or too low. Right "
+                f"predictions still needed: {needed}.\n"
                 "Write a move as one whole number (it may be negative).")
 
     def example(self):

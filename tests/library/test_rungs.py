@@ -1,6 +1,6 @@
 """The level-2 rungs of three starters: between a level 1 that states the one step to take and a
-level that leaves the agent to find it (the main job's agent won level 1 of these 4 or 5 times
-of 5 and then 0 of 5 at the next level, docs/results.md). Each rung keeps the game's rules and
+level that leaves the agent to find it (in run q8 the agent won level 1 of these 4 or 5 times of
+5, then 0 or 1 of 5 at the next level, docs/results.md). Each rung keeps the game's rules and
 states the method, not the move."""
 
 from __future__ import annotations
