@@ -24,6 +24,7 @@ from spadework.env.checker import (
     check,
     contract_stage,
     determinism_stage,
+    fisher_greater,
     load_stage,
     looks_like_module,
     not_trivial_stage,
@@ -39,7 +40,7 @@ from spadework.errors import (
     EnvLoadError,
     SandboxUnavailable,
 )
-from spadework.library import starter_envs
+from spadework.library import starter_env, starter_envs
 from spadework.sandbox import Limits, Sandbox
 from spadework.types import env_id_of
 
@@ -345,6 +346,33 @@ def test_trivial_rate_is_a_threshold(sb):
     assert "random 20/20" in not_trivial_stage(opener(sb, always), CheckConfig(trivial_rate=1.0))
 
 
+#: Four trivial episodes a strategy (the fuzz test's setting) and four turns (cpu-qwen's).
+FEW = CheckConfig(trivial_episodes=4, determinism_seeds=1, max_turns=4)
+
+
+def test_a_higher_level_fails_as_easier_only_when_the_difference_is_significant(sb):
+    """delivery_route's 3-stop levels 2 and 3 win 0 and 2 of 4 memorised replies: a difference of
+    50 points, but Fisher p 0.21 on samples of four, so the levels are not shown out of order (the
+    rule without the test rejected the starter). The inverted fixture's 0 of 4 at level 1 against
+    4 of 4 at level 2 (p 0.014) still fails, with its p-value named."""
+    route = check(starter_env("delivery_route").code, sandbox=sb, config=FEW)
+    assert route.ok, route.results
+    assert "memorised 2/4" in route.results[-1].reason  # the uneven sample is there and allowed
+    inverted = (FIXTURES / "bad" / "levels_inverted.py").read_text()
+    report = check(inverted, sandbox=sb, module=True, config=FEW)
+    assert report.failed_stage == "not_trivial"
+    assert "levels not ordered" in report.reason and "(Fisher p 0.014)" in report.reason
+
+
+def test_fisher_greater_is_the_hypergeometric_tail():
+    assert fisher_greater(2, 4, 0, 4) == pytest.approx(6 / 28)
+    assert fisher_greater(0, 4, 2, 4) == 1.0
+    assert fisher_greater(1, 4, 1, 4) == pytest.approx(55 / 70)
+    assert fisher_greater(5, 20, 0, 20) < 0.05 < fisher_greater(4, 20, 0, 20)
+    with pytest.raises(ValueError, match="second sample"):
+        fisher_greater(1, 4, 5, 4)
+
+
 def test_answer_of_and_leak_rule():
     assert answer_of(["\\boxed{up}", "\\boxed{left}"]) == "left"
     assert answer_of("<answer>done</answer>") == "done"
@@ -373,6 +401,8 @@ def test_renamed_copy_is_not_novel(sb):
 def test_config_is_validated():
     with pytest.raises(ConfigError, match="trivial_rate"):
         CheckConfig(trivial_rate=1.5)
+    with pytest.raises(ConfigError, match="level_order_alpha"):
+        CheckConfig(level_order_alpha=-0.1)
     with pytest.raises(ConfigError, match="max_turns"):
         CheckConfig(max_turns=0)
     with pytest.raises(ConfigError, match="seeds"):
