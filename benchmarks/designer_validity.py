@@ -437,8 +437,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--setting", default="games")
     ap.add_argument("--max-tokens", type=int, default=None)
     ap.add_argument("--repair-turns", type=int, default=None)
-    ap.add_argument("--grounding", choices=("concept", "theme"), default=None,
-                    help="what a fresh design takes from its document (DesignConfig.grounding)")
     ap.add_argument("--temperature", type=float, default=None)
     ap.add_argument("--corpus-words", type=int, default=None)
     ap.add_argument("--parents", type=Path, default=None,
@@ -471,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     overrides = {"max_tokens": args.max_tokens, "repair_turns": args.repair_turns,
                  "temperature": args.temperature, "corpus_words": args.corpus_words,
                  "mutation_ratio": args.mutation_ratio,
-                 "plan": args.plan or None, "grounding": args.grounding,
+                 "plan": args.plan or None,
                  "examples": 0 if args.no_example else args.examples}
     cfg = DesignConfig(setting=args.setting, attempts_per_slot=1,
                        **{k: v for k, v in overrides.items() if v is not None})

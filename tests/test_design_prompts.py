@@ -15,7 +15,6 @@ from spadework.designer.examples import GAMES_EXAMPLE, prompt_examples
 from spadework.designer.guides import REPAIR_ADVICE
 from spadework.designer.prompts import fresh_repair_messages, max_lines, reply_instruction
 from spadework.env.checker import STAGES, CheckConfig, check
-from spadework.errors import ConfigError
 from spadework.library import starter_envs
 from spadework.skills import skill_named, skills_for
 
@@ -47,22 +46,6 @@ def test_the_example_is_shown_when_memory_is_empty_and_never_accepted(sb, archiv
     assert "level: int = 1" in system and "LEVELS" in system  # the contract
     assert results[1].attempts[0].messages[0]["content"] == system
     assert results[0].attempts[0].memory_ids == ()  # the example is not an archived environment
-
-
-def test_a_themed_design_takes_its_story_from_the_document_and_its_puzzle_from_the_skill(
-        sb, archive):
-    policy = ScriptedPolicy([[fenced(GOOD_CODE)]])
-    results = design_environments(policy, sb, archive, corpus(), n=1, iteration=0, run_seed=1,
-                                  skills=GAMES, cfg=DesignConfig(attempts_per_slot=1,
-                                                                 grounding="theme"),
-                                  check_config=CheckConfig(max_turns=4))
-    prompt = results[0].attempts[0].messages[1]["content"]
-    assert "use it as the game's theme" in prompt and "pick one concept" not in prompt
-    assert "themed on the document" in prompt and "for a concept from the document" not in prompt
-    assert prompt.index("game's theme") < prompt.index("<document>") < prompt.index("Skill to")
-    assert results[0].attempts[0].outcome == "accepted"
-    with pytest.raises(ConfigError, match="grounding must be one of"):
-        DesignConfig(grounding="topic")
 
 
 def test_archived_positives_replace_the_example(sb, archive):

@@ -12,7 +12,6 @@ from spadework.designer.prompts import (  # noqa: F401 (build_design_prompt: the
     CONCEPT,
     DIFFICULTIES,
     PLAN,
-    THEME_PLAN,
     build_design_prompt,
 )
 from spadework.errors import ConfigError
@@ -83,10 +82,9 @@ def after_plan(planned: Sequence[dict[str, str]], plan: str,
     (['system', 'user', 'assistant', 'user'], False, True)
     """
     text = design[-1]["content"]
-    start, end = text.find("Read the document"), text.find("</document>")
+    start, end = text.find("Read the document, pick one concept"), text.find("</document>")
     if start >= 0 and end > start:
         text = text[:start] + text[end + len("</document>"):].lstrip("\n")
-    lead = next((x for x in (PLAN, THEME_PLAN) if x in text), CONCEPT)
-    text = text.replace(lead, AFTER_PLAN, 1)
+    text = text.replace(PLAN, AFTER_PLAN, 1) if PLAN in text else text.replace(CONCEPT, AFTER_PLAN, 1)
     return [*planned, {"role": "assistant", "content": plan.strip() or "(no plan)"},
             {"role": "user", "content": text}]

@@ -33,8 +33,6 @@ CONCEPT = ("Inside the code block, start with a comment line `# Concept: ...` th
 PLAN = ("Write a new module in the example's structure for a concept from the document: a new "
         "class name, new state drawn from the seed, a new task text and a new way to compute "
         "the answer; keep the imports it needs. " + CONCEPT)
-#: PLAN for a design whose document is its theme (``DesignConfig.grounding = "theme"``).
-THEME_PLAN = PLAN.replace("for a concept from the document", "themed on the document")
 
 #: The games prompt's last reminder before the reply instruction: the checklist says it too, but
 #: in the system message, ~1,300 tokens before the reply (:func:`design_system`); the 1.5B wrote
@@ -185,15 +183,13 @@ def build_design_prompt(
     examples: Sequence[str] = (),
     max_tokens: int | None = None,
     feedback: str | None = None,
-    grounding: str = "concept",
 ) -> list[dict[str, str]]:
     """Chat messages asking the designer for one environment grounded in ``document``.
 
     ``examples``: complete modules shown for their structure (the run passes
     :func:`spadework.designer.examples.choose_examples` when memory shows no archived design);
     ``max_tokens``: the reply's token budget, stated as a line budget so the module fits;
-    ``feedback``: how the designer's recent environments played (:func:`feedback_section`);
-    ``grounding``: what the design takes from the document (:func:`grounding_line`).
+    ``feedback``: how the designer's recent environments played (:func:`feedback_section`).
 
     >>> from spadework.skills import skill_named
     >>> msgs = build_design_prompt("Tides rise twice a day.", skill_named("causal inference"),
@@ -210,7 +206,8 @@ def build_design_prompt(
     if examples:  # first, so that the document and the task are what is read last
         parts.append(examples_block(examples))
     parts += [
-        grounding_line(grounding),
+        "Read the document, pick one concept or technique from it, and build a multi-turn "
+        "environment around it. Do not quote the document in the environment.",
         f"<document>\n{document.strip()}\n</document>",
         *task_parts(skill, difficulty),
     ]
@@ -221,35 +218,12 @@ def build_design_prompt(
         parts.append(negative_line(neg))
     if feedback:
         parts.append(feedback)
-    plan = THEME_PLAN if grounding == "theme" else PLAN
-    lead = plan if examples or memory or skill.setting == "tool-use" else CONCEPT
+    lead = PLAN if examples or memory or skill.setting == "tool-use" else CONCEPT
     if skill.setting == "games":
         lead += " " + LEVEL_REMINDER
     parts.append(lead + " " + reply_instruction(max_tokens))
     return [{"role": "system", "content": design_system(skill.setting)},
             {"role": "user", "content": "\n\n".join(parts)}]
-
-
-def grounding_line(grounding: str) -> str:
-    """The line before the document that says what the design takes from it
-    (``DesignConfig.grounding``): a concept to build the game around, or a theme for a puzzle
-    that exercises the slot's skill.
-
-    >>> grounding_line("concept")[:38]
-    'Read the document, pick one concept or'
-    >>> grounding_line("theme")[:44]
-    "Read the document and use it as the game's t"
-    """
-    if grounding == "theme":
-        return ("Read the document and use it as the game's theme: take the names, objects and "
-                "places of the game's story from it. The game itself is a small puzzle that "
-                "exercises the skill below, with numbers or words drawn from rng, and one answer "
-                "the agent can work out from the task's text alone. Do not quote the document "
-                "in the environment.")
-    if grounding != "concept":
-        raise ConfigError(f"grounding must be 'concept' or 'theme', got {grounding!r}")
-    return ("Read the document, pick one concept or technique from it, and build a multi-turn "
-            "environment around it. Do not quote the document in the environment.")
 
 
 def negative_line(neg: MemoryNegative) -> str:

@@ -260,8 +260,7 @@ class DesignRun:
             examples = () if positives else fallback
             msgs = build_design_prompt(text, s.skill, difficulty=cfg.difficulty, memory=positives,
                                        negatives=negatives, examples=examples,
-                                       max_tokens=cfg.max_tokens, feedback=self.feedback,
-                                       grounding=cfg.grounding)
+                                       max_tokens=cfg.max_tokens, feedback=self.feedback)
             if sum(len(m["content"]) for m in msgs) <= budget or not (positives or examples):
                 break
             if positives:

@@ -21,9 +21,6 @@ CHARS_PER_TOKEN = 3
 #: How a repair turn asks (``DesignConfig.repair``).
 REPAIRS = ("chat", "fresh")
 
-#: How a fresh design uses its document (``DesignConfig.grounding``).
-GROUNDINGS = ("concept", "theme")
-
 
 @dataclass(frozen=True)
 class DesignConfig:
@@ -44,10 +41,6 @@ class DesignConfig:
     reply and the verdict (:func:`~spadework.designer.prompts.repair_messages`), "fresh" asks
     the attempt's prompt again with the verdict but without the reply, and without the example
     module after a novelty rejection (:func:`~spadework.designer.prompts.fresh_repair_messages`);
-    ``grounding``: how a fresh design uses its document: "concept" builds the game around a
-    concept or technique the document describes; "theme" takes the game's names, objects and
-    story from the document and builds a small puzzle that exercises the slot's skill, with
-    one answer worked out from the task's text (:func:`~spadework.designer.prompts.grounding_line`);
     ``rejected_first_attempts``: "reward" (rejected samples get the rejection reward) or "none"
     (no gradient); ``continuous``: where the policy has a stream (llama.cpp), a slot's next
     try (its repair turn, then its next fresh attempt) is asked as soon as its reply is judged,
@@ -98,7 +91,6 @@ class DesignConfig:
     repair: str = "chat"
     continuous: bool = True
     plan: bool = False
-    grounding: str = "concept"
     examples: int = 1
     stop_at_repeat: int = 4
 
@@ -129,9 +121,6 @@ class DesignConfig:
         if self.stop_at_repeat == 1:
             raise ConfigError("DesignConfig.stop_at_repeat must be 0 (off) or >= 2 (a block "
                               "written that many times in a row ends the reply), got 1")
-        if self.grounding not in GROUNDINGS:
-            raise ConfigError(f"DesignConfig.grounding must be one of {GROUNDINGS}, got "
-                              f"{self.grounding!r}")
         if self.repair not in REPAIRS:
             raise ConfigError(f"DesignConfig.repair must be one of {REPAIRS}, got {self.repair!r}")
         if not 0.0 <= self.mutation_ratio <= 1.0:
