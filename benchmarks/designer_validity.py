@@ -25,6 +25,8 @@ whether the difference is more than chance (the same seeds make the two runs pai
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/designer_validity.py
        --model qwen2.5-coder-0.5b-instruct [--docs tune|heldout] [--n 40] [--backend llamacpp]
        [--max-tokens 1024] [--repair-turns 0] [--mutation-ratio 0] [--parents DIR]
+       [--rejections K (the checker's verdicts on the last K attempts, shown from the second
+        call on; DesignConfig.rejections, default 8; 0 makes every call's prompts independent)]
        [--temperature 0.6] [--max-turns 4] [--seed 0]
        [--weights bf16|f16|q8_0|gguf] [--plan] [--examples K | --no-example]
        [--batch 8] [--archive-dir DIR (keep the archive, to read the replies)]
@@ -437,6 +439,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--setting", default="games")
     ap.add_argument("--max-tokens", type=int, default=None)
     ap.add_argument("--repair-turns", type=int, default=None)
+    ap.add_argument("--rejections", type=int, default=None,
+                    help="latest attempts whose rejections a later call's prompts are shown "
+                         "(DesignConfig.rejections; 0: none)")
     ap.add_argument("--temperature", type=float, default=None)
     ap.add_argument("--corpus-words", type=int, default=None)
     ap.add_argument("--parents", type=Path, default=None,
@@ -468,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     overrides = {"max_tokens": args.max_tokens, "repair_turns": args.repair_turns,
                  "temperature": args.temperature, "corpus_words": args.corpus_words,
-                 "mutation_ratio": args.mutation_ratio,
+                 "mutation_ratio": args.mutation_ratio, "rejections": args.rejections,
                  "plan": args.plan or None,
                  "examples": 0 if args.no_example else args.examples}
     cfg = DesignConfig(setting=args.setting, attempts_per_slot=1,

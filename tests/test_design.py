@@ -222,6 +222,8 @@ def test_config_errors_name_the_setting():
         DesignConfig(mutation_ratio=1.5)
     with pytest.raises(ConfigError, match="example_share"):
         DesignConfig(example_share=0)
+    with pytest.raises(ConfigError, match=r"rejections must be an integer >= 0"):
+        DesignConfig(rejections=-1)
 
 
 def test_skills_must_match_the_setting(sb, archive):

@@ -111,8 +111,8 @@ def test_several_examples_are_drawn_per_slot_and_every_one_is_no_design(sb, arch
         assert report.ok, report.reason
         assert len(code.splitlines()) <= max_lines(1024)
     copy = pool[-1].replace("class ", "class Copied", 1)
-    cfg = DesignConfig(attempts_per_slot=1, examples=3)
-    runs = []
+    cfg = DesignConfig(attempts_per_slot=1, examples=3, rejections=0)  # the second run into
+    runs = []  # the same archive would be shown the first run's rejection
     for _ in range(2):
         policy = ScriptedPolicy([[fenced(copy), fenced(GOOD_CODE)]])
         runs.append(design_environments(policy, sb, archive, corpus(), n=2, iteration=0, run_seed=1,

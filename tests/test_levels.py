@@ -137,3 +137,27 @@ def test_the_designer_is_shown_how_its_environments_played(tmp_path, cfg):
     with Archive.open_read_only(archive_path(tmp_path / "quiet")) as a:
         assert all("How your recent environments played" not in x.messages[1]["content"]
                    for x in a.attempts())
+
+
+def test_the_designer_is_shown_what_the_checker_rejected(tmp_path, cfg):
+    """With every design rejected nothing is played, so only the checker's verdicts can tell the
+    designer anything: the next stage's prompts count the rejections and give the latest reason
+    with the fix; with feedback off, or ``rejections = 0``, they do not."""
+    broken = REVERSE.replace("rng.randint(10 ** self.level", "rng.randint(SIZES[self.level]")
+
+    def script(conv, turn):
+        return f"```python\n{broken}\n```" if designs_reverse(conv) else "\\boxed{0}"
+
+    two = override(cfg, {"iterations": 2, "curriculum": {"regen_interval": 1}})
+    for name, change in (("on", {}), ("off", {"feedback": False}), ("none", {"rejections": 0})):
+        play_run(override(two, {"design": change}), tmp_path / name, script)
+        with Archive.open_read_only(archive_path(tmp_path / name)) as a:
+            prompts = {x.iteration: x.messages[1]["content"] for x in a.attempts()
+                       if x.attempt == 0}
+            assert {x.outcome for x in a.attempts()} == {"load"}
+        assert "The checker rejected" not in prompts[0]
+        shown = re.search(r"The checker rejected (\d+) of your last \1 designs:\n"
+                          r"- failed to load \(\1 of \1\): \"import or ReverseEnv\(max_turns=\d+\) "
+                          r"raised NameError: name 'SIZES' is not defined[^\n]*\. The module must "
+                          r"import", prompts[1])
+        assert (shown is not None) == (name == "on"), (name, prompts[1][-1500:])

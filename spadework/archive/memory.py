@@ -130,6 +130,18 @@ def played_designs(archive: Any, *, setting: str | None = None, k: int = 12,
     return [d for d in found if d is not None]
 
 
+def recent_attempts(archive: Queryable, *, setting: str | None = None,
+                    k: int = 8) -> list[tuple[str, str]]:
+    """The outcome and the checker's reason of the ``k`` latest design attempts of ``setting``
+    (latest iteration first, then slot and attempt), accepted ones included: what the
+    designer's rejection feedback counts (:func:`spadework.designer.prompts.rejection_section`)."""
+    extra, params = ("WHERE setting = ?", [setting]) if setting is not None else ("", [])
+    rows = archive.query(
+        f"SELECT outcome, reason FROM attempts {extra} ORDER BY iteration DESC, slot, attempt "
+        "LIMIT ?", [*params, max(0, int(k))])
+    return [(r["outcome"], r["reason"]) for r in rows]
+
+
 def how_it_played(archive: Any, env_id: str, *, reply_chars: int = 160) -> PlayedDesign | None:
     """How ``env_id`` played at its latest iteration: unhinted and hinted wins over the plays
     that ended as games (the reward stage's count), the level played and, when it was never won

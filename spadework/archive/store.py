@@ -37,7 +37,8 @@ from typing import Any
 from spadework.archive import rows as R
 from spadework.archive.connect import connect, read_only, version
 from spadework.archive.episodes import read_episodes, write_episodes
-from spadework.archive.memory import memory_examples, memory_negatives, played_designs
+from spadework.archive.memory import (memory_examples, memory_negatives, played_designs,
+                                      recent_attempts)
 from spadework.archive.records import (
     DesignAttempt,
     EnvRecord,
@@ -446,6 +447,10 @@ class Archive:
     def played_designs(self, *, setting: str | None = None, k: int = 12) -> list[PlayedDesign]:
         """See :func:`spadework.archive.memory.played_designs`."""
         return played_designs(self, setting=setting, k=k)
+
+    def recent_attempts(self, *, setting: str | None = None, k: int = 8) -> list[tuple[str, str]]:
+        """See :func:`spadework.archive.memory.recent_attempts`."""
+        return recent_attempts(self, setting=setting, k=k)
 
     def import_starter(self, records: Sequence[EnvRecord]) -> int:
         """Store checked starter environments (:func:`spadework.library.checked_starters`);

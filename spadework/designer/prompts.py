@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from spadework.archive.records import MemoryNegative, PlayedDesign
+from spadework.archive.records import ACCEPTED, MemoryNegative, PlayedDesign
 from spadework.designer.guides import CHECKLIST, SETTING_RULES, SYSTEM, repair_advice
 from spadework.designer.parents import Parent
 from spadework.env.contract import CONTRACT, RULES
@@ -100,6 +100,65 @@ def feedback_section(designs: Sequence[PlayedDesign], lo: float = 0.4, hi: float
     lines.append("Aim for games the agent wins sometimes but not always at level 1: every number "
                  "it needs in the task, one or two steps of reasoning, feedback that tells it "
                  "what to fix.")
+    return "\n".join(lines)
+
+
+#: How :func:`rejection_section` names a checker stage to the designer.
+STAGE_NAMES = {
+    "reply": "cut off or stopped in a loop",
+    "extract": "no usable code block",
+    "static": "a forbidden import or statement",
+    "load": "failed to load",
+    "contract": "broke the contract",
+    "determinism": "not the same game for the same seed",
+    "solvable": "solution() did not win",
+    "visible": "an answer the agent cannot see",
+    "readable": "observations without the answer format",
+    "not_trivial": "won without working out the answer",
+    "novelty": "a copy of an existing game",
+}
+
+
+def rejection_section(attempts: Sequence[tuple[str, str]], setting: str = "games",
+                      stages: int = 3, reason_chars: int = 160) -> str | None:
+    """What the checker said of the designer's latest attempts (``(outcome, reason)`` pairs,
+    latest first, :func:`spadework.archive.memory.recent_attempts`), for its next designs: how
+    many were rejected, then the ``stages`` most frequent rejection stages (ties: the most
+    recent first), each with the latest reason (cut to ``reason_chars``) and what a passing
+    module does instead (:func:`~spadework.designer.guides.repair_advice`). None when none of
+    them was rejected. A repair turn shows one reply's own verdict; this shows the designs of
+    a whole stage, to designs that have not been written yet.
+
+    >>> text = rejection_section([("load", "NameError: name 'SIZES' is not defined"),
+    ...                           ("accepted", ""), ("load", "NameError: name 'x'")])
+    >>> print(text)  # doctest: +NORMALIZE_WHITESPACE
+    The checker rejected 2 of your last 3 designs:
+    - failed to load (2 of 2): "NameError: name 'SIZES' is not defined". The module must import,
+      and the class must be built with Name(max_turns=N, level=L) for every level from 1 to
+      LEVELS without errors: define every name you use, and build the puzzle in setup() (or
+      reset()).
+    Check your module for these mistakes before you reply.
+    >>> rejection_section([("accepted", "")]) is None
+    True
+    """
+    rejected = [(o, r) for o, r in attempts if o != ACCEPTED]
+    if not rejected:
+        return None
+    counts: dict[str, int] = {}
+    latest: dict[str, str] = {}
+    for outcome, reason in rejected:  # latest first: the first reason seen is the latest
+        counts[outcome] = counts.get(outcome, 0) + 1
+        latest.setdefault(outcome, reason)
+    order = sorted(counts, key=lambda o: -counts[o])  # stable: ties keep the latest first
+    lines = [f"The checker rejected {len(rejected)} of your last {len(attempts)} designs:"]
+    for outcome in order[:stages]:
+        reason = " ".join(latest[outcome].split())
+        if len(reason) > reason_chars:
+            reason = reason[:reason_chars - 3].rstrip() + "..."
+        advice = repair_advice(outcome, setting)
+        lines.append(f"- {STAGE_NAMES.get(outcome, outcome)} ({counts[outcome]} of "
+                     f"{len(rejected)}): \"{reason}\"." + (f" {advice}" if advice else ""))
+    lines.append("Check your module for these mistakes before you reply.")
     return "\n".join(lines)
 
 

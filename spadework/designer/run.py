@@ -51,6 +51,7 @@ from spadework.designer.prompts import (
     build_mutation_prompt,
     feedback_section,
     fresh_repair_messages,
+    rejection_section,
     repair_messages,
 )
 from spadework.env.checker import CheckConfig
@@ -154,6 +155,21 @@ class _Request:
                        design=None)
 
 
+def design_feedback(archive: Any, cfg: DesignConfig,
+                    band: tuple[float, float] = (0.4, 0.6)) -> str | None:
+    """What fresh designs are shown of the designer's earlier work, with ``cfg.feedback`` on:
+    how its recent environments played (:func:`feedback_section`), then what the checker said
+    of its latest ``cfg.rejections`` attempts (:func:`rejection_section`); None when neither
+    has anything to say."""
+    if not cfg.feedback:
+        return None
+    parts = [feedback_section(archive.played_designs(setting=cfg.setting), *band)]
+    if cfg.rejections:
+        parts.append(rejection_section(archive.recent_attempts(setting=cfg.setting,
+                                                               k=cfg.rejections), cfg.setting))
+    return "\n\n".join(p for p in parts if p) or None
+
+
 class DesignRun:
     """The state of one :func:`design_environments` call."""
 
@@ -169,8 +185,7 @@ class DesignRun:
         self.index = design_novelty_index(archive.env_codes("accepted"), cfg.setting, cfg.examples,
                                           check_config)
         self._memory: dict[str, tuple[list[MemoryExample], list, tuple[str, ...]]] = {}
-        self.feedback = feedback_section(archive.played_designs(setting=cfg.setting), *band) \
-            if cfg.feedback else None
+        self.feedback = design_feedback(archive, cfg, band)
 
     def run(self, slot_skills: Sequence[Skill]) -> list[DesignResult]:
         slots = [self._plan(i, skill) for i, skill in enumerate(slot_skills)]

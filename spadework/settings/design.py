@@ -31,7 +31,12 @@ class DesignConfig:
     the document's word budget; ``memory_positives`` / ``memory_negatives``: archive examples per
     prompt; ``mutation_ratio``: the share of slots that edit an archived parent (shown how it
     played); ``feedback``: show fresh designs how the recent designed environments played
-    (:func:`spadework.designer.prompts.feedback_section`), so a frozen designer adapts in context;
+    (:func:`spadework.designer.prompts.feedback_section`), and what the checker said of the
+    latest ``rejections`` design attempts (:func:`~spadework.designer.prompts.rejection_section`:
+    how many were rejected, the most frequent stages with a reason and the fix; 0: not shown),
+    so a frozen designer adapts in context. Without the rejections, a run whose designs are all
+    rejected shows the designer nothing: its prompts are the same with ``feedback`` on or off
+    (runs s and no-feedback-8b, docs/results.md);
     ``example_share``: an archived environment is shown as a memory example, or mutated, only
     when its code fits in this share of the reply budget (``max_tokens`` x ``CHARS_PER_TOKEN``
     characters): the designer imitates what it is shown, and a module longer than it may write
@@ -87,6 +92,7 @@ class DesignConfig:
     mutation_ratio: float = 0.0
     rejected_first_attempts: str = "reward"
     feedback: bool = True
+    rejections: int = 8
     example_share: float = 0.75
     repair: str = "chat"
     continuous: bool = True
@@ -110,7 +116,8 @@ class DesignConfig:
             raise ConfigError(f"DesignConfig.difficulty must be one of {DIFFICULTIES}, got {self.difficulty!r}")
         for name, low in (("attempts_per_slot", 1), ("repair_turns", 0), ("max_tokens", 1),
                           ("corpus_words", 1), ("memory_positives", 0), ("memory_negatives", 0),
-                          ("top_k", 0), ("examples", 0), ("stop_at_repeat", 0)):
+                          ("top_k", 0), ("examples", 0), ("stop_at_repeat", 0),
+                          ("rejections", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ConfigError(f"DesignConfig.{name} must be an integer >= {low}, got {value!r}")
