@@ -120,7 +120,7 @@ STAGE_NAMES = {
 
 
 def rejection_section(attempts: Sequence[tuple[str, str]], setting: str = "games",
-                      stages: int = 3, reason_chars: int = 160) -> str | None:
+                      stages: int = 3, reason_chars: int = 200) -> str | None:
     """What the checker said of the designer's latest attempts (``(outcome, reason)`` pairs,
     latest first, :func:`spadework.archive.memory.recent_attempts`), for its next designs: how
     many were rejected, then the ``stages`` most frequent rejection stages (ties: the most
@@ -140,6 +140,12 @@ def rejection_section(attempts: Sequence[tuple[str, str]], setting: str = "games
     Check your module for these mistakes before you reply.
     >>> rejection_section([("accepted", "")]) is None
     True
+    >>> print(rejection_section([("reply", "cut at max_tokens=9; raise DesignConfig.max_tokens")]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    The checker rejected 1 of your last 1 designs:
+    - cut off or stopped in a loop (1 of 1): "the reply ran past the length limit, so the module
+      never ended". Reply with the whole module in one ```python block.
+    Check your module for these mistakes before you reply.
     """
     rejected = [(o, r) for o, r in attempts if o != ACCEPTED]
     if not rejected:
@@ -153,6 +159,9 @@ def rejection_section(attempts: Sequence[tuple[str, str]], setting: str = "games
     lines = [f"The checker rejected {len(rejected)} of your last {len(attempts)} designs:"]
     for outcome in order[:stages]:
         reason = " ".join(latest[outcome].split())
+        if outcome == "reply":  # the screen's reason speaks to the operator (DesignConfig...)
+            reason = ("the reply repeated the same lines until it was stopped" if "loop" in reason
+                      else "the reply ran past the length limit") + ", so the module never ended"
         if len(reason) > reason_chars:
             reason = reason[:reason_chars - 3].rstrip() + "..."
         advice = repair_advice(outcome, setting)
