@@ -131,15 +131,16 @@ def played_designs(archive: Any, *, setting: str | None = None, k: int = 12,
 
 
 def recent_attempts(archive: Queryable, *, setting: str | None = None,
-                    k: int = 8) -> list[tuple[str, str]]:
-    """The outcome and the checker's reason of the ``k`` latest design attempts of ``setting``
-    (latest iteration first, then slot and attempt), accepted ones included: what the
-    designer's rejection feedback counts (:func:`spadework.designer.prompts.rejection_section`)."""
+                    k: int = 8) -> list[tuple[str, str, str]]:
+    """The outcome, the checker's reason and the reply's finish reason of the ``k`` latest
+    design attempts of ``setting`` (latest iteration first, then slot and attempt), accepted
+    ones included: what the designer's rejection feedback counts
+    (:func:`spadework.designer.prompts.rejection_section`)."""
     extra, params = ("WHERE setting = ?", [setting]) if setting is not None else ("", [])
     rows = archive.query(
-        f"SELECT outcome, reason FROM attempts {extra} ORDER BY iteration DESC, slot, attempt "
-        "LIMIT ?", [*params, max(0, int(k))])
-    return [(r["outcome"], r["reason"]) for r in rows]
+        f"SELECT outcome, reason, finish_reason FROM attempts {extra} "
+        "ORDER BY iteration DESC, slot, attempt LIMIT ?", [*params, max(0, int(k))])
+    return [(r["outcome"], r["reason"], r["finish_reason"]) for r in rows]
 
 
 def how_it_played(archive: Any, env_id: str, *, reply_chars: int = 160) -> PlayedDesign | None:

@@ -37,8 +37,12 @@ from typing import Any
 from spadework.archive import rows as R
 from spadework.archive.connect import connect, read_only, version
 from spadework.archive.episodes import read_episodes, write_episodes
-from spadework.archive.memory import (memory_examples, memory_negatives, played_designs,
-                                      recent_attempts)
+from spadework.archive.memory import (
+    memory_examples,
+    memory_negatives,
+    played_designs,
+    recent_attempts,
+)
 from spadework.archive.records import (
     DesignAttempt,
     EnvRecord,
@@ -448,7 +452,8 @@ class Archive:
         """See :func:`spadework.archive.memory.played_designs`."""
         return played_designs(self, setting=setting, k=k)
 
-    def recent_attempts(self, *, setting: str | None = None, k: int = 8) -> list[tuple[str, str]]:
+    def recent_attempts(self, *, setting: str | None = None,
+                        k: int = 8) -> list[tuple[str, str, str]]:
         """See :func:`spadework.archive.memory.recent_attempts`."""
         return recent_attempts(self, setting=setting, k=k)
 

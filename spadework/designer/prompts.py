@@ -12,6 +12,7 @@ checker's stage and reason.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -105,7 +106,7 @@ def feedback_section(designs: Sequence[PlayedDesign], lo: float = 0.4, hi: float
 
 #: How :func:`rejection_section` names a checker stage to the designer.
 STAGE_NAMES = {
-    "reply": "cut off or stopped in a loop",
+    "reply": "an unfinished or unusable reply",
     "extract": "no usable code block",
     "static": "a forbidden import or statement",
     "load": "failed to load",
@@ -119,18 +120,29 @@ STAGE_NAMES = {
 }
 
 
-def rejection_section(attempts: Sequence[tuple[str, str]], setting: str = "games",
-                      stages: int = 3, reason_chars: int = 200) -> str | None:
-    """What the checker said of the designer's latest attempts (``(outcome, reason)`` pairs,
-    latest first, :func:`spadework.archive.memory.recent_attempts`), for its next designs: how
-    many were rejected, then the ``stages`` most frequent rejection stages (ties: the most
-    recent first), each with the latest reason (cut to ``reason_chars``) and what a passing
-    module does instead (:func:`~spadework.designer.guides.repair_advice`). None when none of
-    them was rejected. A repair turn shows one reply's own verdict; this shows the designs of
-    a whole stage, to designs that have not been written yet.
+#: What :func:`rejection_section` says of a reply stopped before its module ended, by finish
+#: reason (the reply screen's own reason for it speaks to the operator: ``DesignConfig...``).
+_STOPPED = {
+    "length": "the reply ran past the length limit, so the module never ended",
+    "repeat": "the reply repeated the same lines until it was stopped, so the module never ended",
+}
 
-    >>> text = rejection_section([("load", "NameError: name 'SIZES' is not defined"),
-    ...                           ("accepted", ""), ("load", "NameError: name 'x'")])
+
+def rejection_section(attempts: Sequence[tuple[str, str, str]], setting: str = "games",
+                      stages: int = 3, reason_chars: int = 200) -> str | None:
+    """What the checker said of the designer's latest attempts (``(outcome, reason,
+    finish_reason)``, latest first, :func:`spadework.archive.memory.recent_attempts`), for its
+    next designs: how many were rejected, then the ``stages`` most frequent rejection stages
+    (ties: the most recent first), each with the latest reason (cut to ``reason_chars``) and
+    what a passing module does instead (:func:`~spadework.designer.guides.repair_advice`). A
+    reply stopped at the length limit or in a loop (its finish reason, as a repair turn's
+    ``cut``) is described as such: the screen's reason for it names the operator's settings.
+    None when none of them was rejected. A repair turn shows one reply's own verdict; this
+    shows the designs of a whole stage, to designs that have not been written yet.
+
+    >>> text = rejection_section([("load", "NameError: name 'SIZES' is not defined", "stop"),
+    ...                           ("accepted", "", "stop"),
+    ...                           ("load", "NameError: name 'x'", "stop")])
     >>> print(text)  # doctest: +NORMALIZE_WHITESPACE
     The checker rejected 2 of your last 3 designs:
     - failed to load (2 of 2): "NameError: name 'SIZES' is not defined". The module must import,
@@ -138,35 +150,32 @@ def rejection_section(attempts: Sequence[tuple[str, str]], setting: str = "games
       LEVELS without errors: define every name you use, and build the puzzle in setup() (or
       reset()).
     Check your module for these mistakes before you reply.
-    >>> rejection_section([("accepted", "")]) is None
+    >>> rejection_section([("accepted", "", "stop")]) is None
     True
-    >>> print(rejection_section([("reply", "cut at max_tokens=9; raise DesignConfig.max_tokens")]))
+    >>> print(rejection_section([("reply", "cut at max_tokens=9; raise DesignConfig.max_tokens",
+    ...                           "length"), ("reply", "the reply is empty", "stop")]))
     ... # doctest: +NORMALIZE_WHITESPACE
-    The checker rejected 1 of your last 1 designs:
-    - cut off or stopped in a loop (1 of 1): "the reply ran past the length limit, so the module
+    The checker rejected 2 of your last 2 designs:
+    - an unfinished or unusable reply (2 of 2): "the reply ran past the length limit, so the module
       never ended". Reply with the whole module in one ```python block.
     Check your module for these mistakes before you reply.
     """
-    rejected = [(o, r) for o, r in attempts if o != ACCEPTED]
+    rejected = [a for a in attempts if a[0] != ACCEPTED]
     if not rejected:
         return None
-    counts: dict[str, int] = {}
-    latest: dict[str, str] = {}
-    for outcome, reason in rejected:  # latest first: the first reason seen is the latest
-        counts[outcome] = counts.get(outcome, 0) + 1
-        latest.setdefault(outcome, reason)
-    order = sorted(counts, key=lambda o: -counts[o])  # stable: ties keep the latest first
+    latest: dict[str, tuple[str, str]] = {}
+    for outcome, reason, finish in rejected:  # latest first: the first one seen is the latest
+        latest.setdefault(outcome, (reason, finish))
     lines = [f"The checker rejected {len(rejected)} of your last {len(attempts)} designs:"]
-    for outcome in order[:stages]:
-        reason = " ".join(latest[outcome].split())
-        if outcome == "reply":  # the screen's reason speaks to the operator (DesignConfig...)
-            reason = ("the reply repeated the same lines until it was stopped" if "loop" in reason
-                      else "the reply ran past the length limit") + ", so the module never ended"
+    # most_common keeps first-seen order among equal counts: ties list the latest first
+    for outcome, count in Counter(a[0] for a in rejected).most_common(stages):
+        reason, finish = latest[outcome]
+        reason = _STOPPED.get(finish, " ".join(reason.split()))
         if len(reason) > reason_chars:
             reason = reason[:reason_chars - 3].rstrip() + "..."
         advice = repair_advice(outcome, setting)
-        lines.append(f"- {STAGE_NAMES.get(outcome, outcome)} ({counts[outcome]} of "
-                     f"{len(rejected)}): \"{reason}\"." + (f" {advice}" if advice else ""))
+        lines.append(f"- {STAGE_NAMES.get(outcome, outcome)} ({count} of {len(rejected)}): "
+                     f"\"{reason}\"." + (f" {advice}" if advice else ""))
     lines.append("Check your module for these mistakes before you reply.")
     return "\n".join(lines)
 
