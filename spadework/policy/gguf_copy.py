@@ -83,30 +83,32 @@ def finish_gguf(writer: Any, tmp: Path, dst: Path) -> Path:
 
 #: A child that loads a GGUF with logits for every token (what logprobs need) and decodes a
 #: few tokens; it dies by a signal where this machine's llama.cpp build cannot run the file's
-#: kernels.
+#: kernels. Its second argument, "plain", loads without llama.cpp's extra buffer types
+#: (``use_extra_bufts``: the weights repacked for AMX tiles or wider SIMD blocks).
 _PROBE = """
 import sys
-from llama_cpp import Llama
-llm = Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, logits_all=True, verbose=False)
+import llama_cpp
+default_params = llama_cpp.llama_model_default_params
+def params():
+    p = default_params()
+    p.use_extra_bufts = sys.argv[2] != "plain"
+    return p
+llama_cpp.llama_model_default_params = params
+llama_cpp.llama.llama_cpp.llama_model_default_params = params
+llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, logits_all=True,
+                      verbose=False)
 llm("Say hi.", max_tokens=3, logprobs=1, temperature=0.0)
 print("ok")
 """
 
+#: What a probe's marker holds when the file runs only without extra buffer types.
+PLAIN = "plain"
 
-def check_runs(gguf: Path, timeout: float = 300.0) -> Path:
-    """``gguf`` once a child process has decoded a few tokens from it with logprobs, else
-    PolicyError saying why and what to use instead. The answer is remembered beside the file
-    (per llama.cpp build), so the probe runs once.
 
-    Why: quantised kernels are compiled for the CPU they were built on (pip builds llama.cpp
-    with ``-march=native`` and caches the wheel), and on one machine serving the default
-    model's Q4_1 file killed the server on its first request (a general protection fault with
-    logprobs, an illegal instruction without), while the 16-bit copy answered both. A crash in
-    this process would take the run with it, so the quantised path is tried in a child first.
-    """
+def _marker(gguf: Path) -> Path:
+    """Where :func:`check_runs` remembers its answer for ``gguf``: beside it, named after the
+    file's size and mtime and this llama.cpp build."""
     import hashlib
-    import subprocess
-    import sys
 
     import llama_cpp
 
@@ -114,25 +116,66 @@ def check_runs(gguf: Path, timeout: float = 300.0) -> Path:
     build = hashlib.sha256(b"".join(p.read_bytes()[:1 << 16] + str(p.stat().st_size).encode()
                                     for p in sorted(lib.glob("*.so")))).hexdigest()[:12]
     stat = gguf.stat()
-    marker = gguf.with_name(f".{gguf.name}.runs-{stat.st_size}-{int(stat.st_mtime)}-{build}")
-    if marker.is_file():
-        return gguf
+    return gguf.with_name(f".{gguf.name}.runs-{stat.st_size}-{int(stat.st_mtime)}-{build}")
+
+
+def _probe(gguf: Path, buffers: str, timeout: float) -> str | None:
+    """None when a child decoded from ``gguf`` (``buffers``: "extra" or "plain"), else how it
+    failed; PolicyError when it ran past ``timeout``."""
+    import subprocess
+    import sys
+
     try:
-        out = subprocess.run([sys.executable, "-c", _PROBE, str(gguf)], capture_output=True,
-                             text=True, timeout=timeout)
+        out = subprocess.run([sys.executable, "-c", _PROBE, str(gguf), buffers],
+                             capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         raise PolicyError(f"llama.cpp did not decode 3 tokens from {gguf.name} within "
                           f"{timeout:g} s; use weights='bf16' (the 16-bit copy)") from e
-    if out.returncode != 0 or "ok" not in out.stdout:
-        last = (out.stderr.strip().splitlines() or ["no message"])[-1][-300:]
-        how = (f"died by signal {-out.returncode}" if out.returncode < 0
-               else f"exited with {out.returncode} ({last})")
+    if out.returncode == 0 and "ok" in out.stdout:
+        return None
+    last = (out.stderr.strip().splitlines() or ["no message"])[-1][-300:]
+    return (f"died by signal {-out.returncode}" if out.returncode < 0
+            else f"exited with {out.returncode} ({last})")
+
+
+def check_runs(gguf: Path, timeout: float = 300.0) -> Path:
+    """``gguf`` once a child process has decoded a few tokens from it with logprobs, else
+    PolicyError saying why and what to use instead. The answer is remembered beside the file
+    (per llama.cpp build), so the probe runs once; :func:`extra_buffers` reads it.
+
+    Why: quantised kernels are compiled for the CPU they were built on (pip builds llama.cpp
+    with ``-march=native`` and caches the wheel), and on one machine serving the default
+    model's Q4_1 file killed the server on its first request (a general protection fault with
+    logprobs, an illegal instruction without), while the 16-bit copy answered both. A crash in
+    this process would take the run with it, so the quantised path is tried in a child first.
+    On a Sapphire Rapids machine (2026-12-06) a build with AMX died on its first quantised
+    product (``tilezero``, SIGILL: the CPU lists AMX, but the machine gives a process no tile
+    state), through llama.cpp's extra buffer types, which repack quantised weights for AMX; the
+    same file decoded loaded without them. So a child that dies by a signal is followed by one
+    that loads without extra buffers, and where that one decodes, the file is loaded so.
+    """
+    marker = _marker(gguf)
+    if marker.is_file():
+        return gguf
+    failed = _probe(gguf, "extra", timeout)
+    if failed is not None and failed.startswith("died by signal"):
+        if _probe(gguf, PLAIN, timeout) is None:
+            marker.write_text(PLAIN)
+            return gguf
+    if failed is not None:
         raise PolicyError(f"this machine's llama.cpp build cannot run {gguf.name}: a probe that "
-                          f"decoded a few tokens from it {how}. Use weights='bf16' or 'f16' (a "
-                          "16-bit copy, the default), or rebuild llama-cpp-python for this CPU "
-                          "(pip install --no-cache-dir --force-reinstall llama-cpp-python)")
+                          f"decoded a few tokens from it {failed}. Use weights='bf16' or 'f16' "
+                          "(a 16-bit copy, the default), or rebuild llama-cpp-python for this "
+                          "CPU (pip install --no-cache-dir --force-reinstall llama-cpp-python)")
     marker.touch()
     return gguf
+
+
+def extra_buffers(gguf: Path) -> bool:
+    """Whether llama.cpp may load ``gguf`` with its extra buffer types: False only where
+    :func:`check_runs` found that this build runs the file without them and not with them."""
+    marker = _marker(gguf)
+    return not (marker.is_file() and marker.read_text().strip() == PLAIN)
 
 
 def weights_file(gguf: Path, weights: str) -> Path:

@@ -47,7 +47,10 @@ class LlamaCppPolicy:
     ``threads``: llama.cpp threads (default: half the cores this process may use, at least 1;
     its worker threads spin at every barrier, so a thread per core of a machine shared with
     anything else (the sandbox, the learner, other jobs) runs several times slower than fewer).
-    ``context_length`` may lower the model's window. Not
+    ``context_length`` may lower the model's window. ``extra_buffers=False`` loads the weights
+    without llama.cpp's extra buffer types (its repacking of quantised weights for AMX tiles or
+    wider SIMD blocks), for a quantised file this machine runs only so
+    (:func:`spadework.policy.gguf_copy.extra_buffers`). Not
     thread-safe across calls of one instance (a lock serialises them). ``close()`` frees the
     model; it is also a context manager.
     """
@@ -62,6 +65,7 @@ class LlamaCppPolicy:
         self, gguf: str | Path, tokenizer: Any, *, max_batch_size: int = 16,
         context_length: int | None = None, threads: int | None = None, kv_type: str = "f16",
         flash_attn: bool = True, eos_token_ids: Sequence[int] = (), hf_dir: str | Path | None = None,
+        extra_buffers: bool = True,
     ) -> None:
         if max_batch_size < 1:
             raise ConfigError(f"max_batch_size must be >= 1, got {max_batch_size}")
@@ -81,6 +85,7 @@ class LlamaCppPolicy:
         self._lock = threading.Lock()
         self._ll = llama()
         mparams = self._ll.llama_model_default_params()
+        self.extra_buffers = mparams.use_extra_bufts = extra_buffers
         self._model = self._ll.llama_model_load_from_file(str(self.gguf).encode(), mparams)
         if not self._model:
             raise PolicyError(f"llama.cpp could not load {self.gguf} (not a GGUF model, or an "

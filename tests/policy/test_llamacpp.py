@@ -445,3 +445,46 @@ def test_set_threads_changes_the_count_for_the_next_call_and_keeps_what_is_cache
                 engine.set_threads(bad)
     finally:
         engine.set_threads(1)
+
+
+def test_a_quantised_file_whose_extra_buffers_crash_is_loaded_without_them(
+        default_model_dir, tmp_path, monkeypatch):
+    """A build whose repacked (AMX) kernels die on this CPU: the probe that loads the file with
+    llama.cpp's extra buffer types dies by a signal, the one without them decodes, and the file
+    is then loaded without them, remembered beside it. A file that fails both ways is refused."""
+    import shutil
+
+    from spadework.errors import PolicyError
+    from spadework.policy import gguf_copy
+    from spadework.policy.llamacpp_load import load_llamacpp_policy
+
+    quantised = tmp_path / "model.gguf"
+    shutil.copy(default_model_dir.parent / "smollm2-135m-instruct.gguf", quantised)
+    assert gguf_copy.extra_buffers(quantised)  # not probed yet
+    tried = []
+    real = gguf_copy._probe
+
+    def probe(gguf, buffers, timeout):
+        tried.append(buffers)
+        return "died by signal 4" if buffers == "extra" else real(gguf, buffers, timeout)
+
+    monkeypatch.setattr(gguf_copy, "_probe", probe)
+    assert gguf_copy.check_runs(quantised) == quantised and tried == ["extra", "plain"]
+    assert not gguf_copy.extra_buffers(quantised)
+    # remembered: no probe the second time
+    assert gguf_copy.check_runs(quantised) == quantised and tried == ["extra", "plain"]
+    monkeypatch.setattr(gguf_copy, "_probe", lambda g, b, t: "died by signal 4")
+    other = tmp_path / "other.gguf"
+    shutil.copy(quantised, other)
+    with pytest.raises(PolicyError, match="cannot run other.gguf: .*died by signal 4"):
+        gguf_copy.check_runs(other)
+    assert gguf_copy.extra_buffers(other)
+    # the real engine loads the remembered file without extra buffers, and samples from it
+    engine = load_llamacpp_policy(default_model_dir, gguf=quantised, weights="gguf",
+                                  max_batch_size=2)
+    try:
+        assert engine.extra_buffers is False
+        out = engine.chat(["Name a colour."], SamplingParams(temperature=0, max_tokens=4))[0]
+        assert out.output_ids and out.text.strip()
+    finally:
+        engine.close()
