@@ -32,6 +32,8 @@ from spadework.settings.run import WEIGHTS
 
 #: Weight types a copy can be made in, and their llama.cpp ``general.file_type`` codes.
 FILE_TYPES = {"f16": 1, "bf16": 32, "q8_0": 7}
+#: The ``weights`` whose file llama.cpp runs through quantised kernels (probed before loading).
+QUANTISED = ("gguf", "q8_0")
 
 
 def dequantised_copy(src: str | Path, dst: str | Path, dtype: str = "f16") -> Path:
@@ -179,17 +181,17 @@ def extra_buffers(gguf: Path) -> bool:
 
 
 def weights_file(gguf: Path, weights: str) -> Path:
-    """The file to load for ``weights``: ``gguf`` itself (once :func:`check_runs` has seen this
-    machine's llama.cpp decode from it), or its 16-bit copy (made on first use; named after the
-    source's size and mtime, so a re-pulled source gets a fresh copy)."""
+    """The file to load for ``weights``: ``gguf`` itself, or its 16-bit or 8-bit copy (made on
+    first use; named after the source's size and mtime, so a re-pulled source gets a fresh
+    copy). A quantised file (``gguf``, ``q8_0``) is returned once :func:`check_runs` has seen
+    this machine's llama.cpp decode from it."""
     if weights not in WEIGHTS:
         raise ConfigError(f"weights must be one of {WEIGHTS}, got {weights!r}")
-    if weights == "gguf":
-        if not gguf.is_file():
-            raise PolicyError(f"no GGUF file at {gguf}")
-        return check_runs(gguf)
     if not gguf.is_file():
         raise PolicyError(f"no GGUF file at {gguf}")
+    if weights == "gguf":
+        return check_runs(gguf)
     stat = gguf.stat()
     copy = gguf.with_name(f"{gguf.stem}.{weights}-{stat.st_size}-{int(stat.st_mtime)}.gguf")
-    return copy if copy.is_file() else dequantised_copy(gguf, copy, weights)
+    copy = copy if copy.is_file() else dequantised_copy(gguf, copy, weights)
+    return check_runs(copy) if weights in QUANTISED else copy

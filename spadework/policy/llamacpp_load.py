@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spadework.errors import PolicyError
-from spadework.policy.gguf_copy import extra_buffers, weights_file
+from spadework.policy.gguf_copy import QUANTISED, extra_buffers, weights_file
 from spadework.policy.llamacpp import LlamaCppPolicy
 from spadework.policy.registry import DEFAULT_MODEL, known_models, model_dir, resolve_model
 
@@ -28,8 +28,9 @@ def load_llamacpp_policy(
     batches and much closer to the learner; BF16 is the faster of the two, F16 the closer);
     ``"q8_0"`` from an 8-bit copy of them (half the memory of BF16; on the 0.5B it decodes
     small batches faster but prefills 1.8x slower, and drifts about 3x further from the
-    learner, ``benchmarks/drift.py``); ``"gguf"`` samples from the quantised file itself
-    (without llama.cpp's extra buffer types where this machine runs it only so).
+    learner, ``benchmarks/drift.py``); ``"gguf"`` samples from the quantised file itself. A
+    quantised file is loaded without llama.cpp's extra buffer types where this machine runs it
+    only so (:func:`spadework.policy.gguf_copy.check_runs`).
     """
     from transformers import AutoTokenizer, GenerationConfig
 
@@ -52,4 +53,4 @@ def load_llamacpp_policy(
     return LlamaCppPolicy(gguf, tok, max_batch_size=max_batch_size, context_length=context_length,
                           threads=threads, kv_type=kv_type, flash_attn=flash_attn,
                           eos_token_ids=[i for i in eos if i is not None], hf_dir=path,
-                          extra_buffers=weights != "gguf" or extra_buffers(gguf))
+                          extra_buffers=weights not in QUANTISED or extra_buffers(gguf))

@@ -390,10 +390,12 @@ def test_the_16_bit_copy_keeps_every_key_and_tensor(default_model_dir, tmp_path)
 def test_the_8_bit_copy_samples_near_the_16_bit_one(default_model_dir, tmp_path, engine):
     """``weights="q8_0"``: every 2-D tensor re-quantised to Q8_0 (blocks of 32 weights, one
     scale each), norms kept in F32; it answers as the BF16 copy does, and its logprobs of the
-    same greedy tokens are within the 8-bit kernels' tolerance of the BF16 copy's."""
+    same greedy tokens are within the 8-bit kernels' tolerance of the BF16 copy's. Like any
+    quantised file it is probed first, and loaded without extra buffer types where this machine
+    runs it only so (a build whose AMX kernels die, as on one machine)."""
     import gguf
 
-    from spadework.policy.gguf_copy import dequantised_copy
+    from spadework.policy.gguf_copy import check_runs, dequantised_copy, extra_buffers
     from spadework.policy.llamacpp import LlamaCppPolicy
 
     src = next(default_model_dir.parent.glob("*instruct.gguf"))
@@ -402,8 +404,9 @@ def test_the_8_bit_copy_samples_near_the_16_bit_one(default_model_dir, tmp_path,
     r = gguf.GGUFReader(str(path))
     assert r.fields["general.file_type"].contents() == 7
     assert {t.tensor_type for t in r.tensors} == {q.Q8_0, q.F32}
-    with LlamaCppPolicy(path, engine.tokenizer, max_batch_size=2, threads=1,
-                        eos_token_ids=engine.stop_token_ids) as q8:
+    with LlamaCppPolicy(check_runs(path), engine.tokenizer, max_batch_size=2, threads=1,
+                        eos_token_ids=engine.stop_token_ids,
+                        extra_buffers=extra_buffers(path)) as q8:
         params = SamplingParams(temperature=0, max_tokens=8)
         a, = q8.chat(PROMPTS[:1], params)
         assert "Paris" in a.text
