@@ -90,13 +90,13 @@ def finish_gguf(writer: Any, tmp: Path, dst: Path) -> Path:
 _PROBE = """
 import sys
 import llama_cpp
-default_params = llama_cpp.llama_model_default_params
+import llama_cpp.llama_cpp as lib  # where Llama() takes its model parameters from
+default_params = lib.llama_model_default_params
 def params():
     p = default_params()
     p.use_extra_bufts = sys.argv[2] != "plain"
     return p
-llama_cpp.llama_model_default_params = params
-llama_cpp.llama.llama_cpp.llama_model_default_params = params
+lib.llama_model_default_params = params
 llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, logits_all=True,
                       verbose=False)
 llm("Say hi.", max_tokens=3, logprobs=1, temperature=0.0)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.errors import ConfigError, PolicyError
+from spadework.policy import gguf_copy
 from spadework.policy.base import Completion, ConversationLike, SamplingParams, StreamRequest
 from spadework.policy.decode import chat_prompt_ids, checked_prompts, sample_tokens, token_logprobs
 from spadework.policy.llamacpp_cells import SequenceCells
@@ -47,10 +48,10 @@ class LlamaCppPolicy:
     ``threads``: llama.cpp threads (default: half the cores this process may use, at least 1;
     its worker threads spin at every barrier, so a thread per core of a machine shared with
     anything else (the sandbox, the learner, other jobs) runs several times slower than fewer).
-    ``context_length`` may lower the model's window. ``extra_buffers=False`` loads the weights
-    without llama.cpp's extra buffer types (its repacking of quantised weights for AMX tiles or
-    wider SIMD blocks), for a quantised file this machine runs only so
-    (:func:`spadework.policy.gguf_copy.extra_buffers`). Not
+    ``context_length`` may lower the model's window. ``extra_buffers``: whether llama.cpp may
+    use its extra buffer types (its repacking of quantised weights for AMX tiles or wider SIMD
+    blocks); by default, unless the probe of this file found that this machine runs it only
+    without them (:func:`spadework.policy.gguf_copy.extra_buffers`). Not
     thread-safe across calls of one instance (a lock serialises them). ``close()`` frees the
     model; it is also a context manager.
     """
@@ -65,7 +66,7 @@ class LlamaCppPolicy:
         self, gguf: str | Path, tokenizer: Any, *, max_batch_size: int = 16,
         context_length: int | None = None, threads: int | None = None, kv_type: str = "f16",
         flash_attn: bool = True, eos_token_ids: Sequence[int] = (), hf_dir: str | Path | None = None,
-        extra_buffers: bool = True,
+        extra_buffers: bool | None = None,
     ) -> None:
         if max_batch_size < 1:
             raise ConfigError(f"max_batch_size must be >= 1, got {max_batch_size}")
@@ -85,6 +86,8 @@ class LlamaCppPolicy:
         self._lock = threading.Lock()
         self._ll = llama()
         mparams = self._ll.llama_model_default_params()
+        if extra_buffers is None:
+            extra_buffers = gguf_copy.extra_buffers(self.gguf)
         self.extra_buffers = mparams.use_extra_bufts = extra_buffers
         self._model = self._ll.llama_model_load_from_file(str(self.gguf).encode(), mparams)
         if not self._model:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spadework.errors import PolicyError
-from spadework.policy.gguf_copy import QUANTISED, extra_buffers, weights_file
+from spadework.policy.gguf_copy import weights_file
 from spadework.policy.llamacpp import LlamaCppPolicy
 from spadework.policy.registry import DEFAULT_MODEL, known_models, model_dir, resolve_model
 
@@ -52,5 +52,4 @@ def load_llamacpp_policy(
     eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
     return LlamaCppPolicy(gguf, tok, max_batch_size=max_batch_size, context_length=context_length,
                           threads=threads, kv_type=kv_type, flash_attn=flash_attn,
-                          eos_token_ids=[i for i in eos if i is not None], hf_dir=path,
-                          extra_buffers=weights not in QUANTISED or extra_buffers(gguf))
+                          eos_token_ids=[i for i in eos if i is not None], hf_dir=path)

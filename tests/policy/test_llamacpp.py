@@ -395,7 +395,7 @@ def test_the_8_bit_copy_samples_near_the_16_bit_one(default_model_dir, tmp_path,
     runs it only so (a build whose AMX kernels die, as on one machine)."""
     import gguf
 
-    from spadework.policy.gguf_copy import check_runs, dequantised_copy, extra_buffers
+    from spadework.policy.gguf_copy import check_runs, dequantised_copy
     from spadework.policy.llamacpp import LlamaCppPolicy
 
     src = next(default_model_dir.parent.glob("*instruct.gguf"))
@@ -405,8 +405,7 @@ def test_the_8_bit_copy_samples_near_the_16_bit_one(default_model_dir, tmp_path,
     assert r.fields["general.file_type"].contents() == 7
     assert {t.tensor_type for t in r.tensors} == {q.Q8_0, q.F32}
     with LlamaCppPolicy(check_runs(path), engine.tokenizer, max_batch_size=2, threads=1,
-                        eos_token_ids=engine.stop_token_ids,
-                        extra_buffers=extra_buffers(path)) as q8:
+                        eos_token_ids=engine.stop_token_ids) as q8:
         params = SamplingParams(temperature=0, max_tokens=8)
         a, = q8.chat(PROMPTS[:1], params)
         assert "Paris" in a.text
