@@ -159,6 +159,7 @@ def _design(ctx: RunContext, it: _Iteration) -> StageResult:
 def _pool(ctx: RunContext, it: _Iteration) -> StageResult:
     cc, a, limit = ctx.cfg.curriculum, ctx.archive, ctx.cfg.play.max_turns
     fresh = it.plan.fresh if it.plan.regenerated else it.state.fresh
+    current = a.current_levels() if cc.adapt_levels else {}
     candidates = []
     for rec in a.list_envs(status="accepted", setting=ctx.cfg.setting):
         if rec.report is None or rec.report.max_turns != limit:
@@ -166,11 +167,13 @@ def _pool(ctx: RunContext, it: _Iteration) -> StageResult:
         if rec.origin == "starter" and is_held_out(rec.name, cc.held_out):
             continue  # held out for evaluation (the library-heldout suite), never trained on
         s = a.env_stats(rec.env_id)
-        score = cur.candidate_score(s, cc, ctx.cfg.reward)
+        # the pair to be played is scored: after a level change, by the plays at the new level
+        # (if any), not by the win rate that moved it (too easy or out of reach at the old one)
+        at = a.env_stats_at(rec.env_id, current.get(rec.env_id, 1)) if cc.adapt_levels else s
+        score = cur.candidate_score(at, cc, ctx.cfg.reward)
         candidates.append(cur.Candidate(rec.env_id, score, None if s is None else s.last_played_iteration))
     pool = cur.choose_pool(fresh, candidates, it.i, cc, derive_rng(ctx.cfg.run_seed, it.i, "pool"))
     state = cur.next_state(it.state, regenerated=it.plan.regenerated, fresh=fresh, pool=pool)
-    current = a.current_levels() if cc.adapt_levels else {}
     levels = tuple((e, current.get(e, 1)) for e in pool)  # each environment at its own level
     return StageResult(PoolFigures(size=len(pool), fresh=len(set(fresh) & set(pool)),
                                    levels={e[:12]: lv for e, lv in levels}),

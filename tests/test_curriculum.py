@@ -142,3 +142,51 @@ def test_an_unplayed_environment_can_rank_between_the_frontier_and_the_out_of_re
     for bad in (-0.1, 1.5, True, "0.2"):
         with pytest.raises(ConfigError, match="unplayed_win_rate"):
             CurriculumConfig(unplayed_win_rate=bad)
+
+
+def test_the_pool_scores_each_environment_at_the_level_it_plays_next(tmp_path, monkeypatch):
+    """The replay picks (environment, level) pairs, so a pair is scored by its own plays: one
+    the controller moved up after 5 of 5 ranks as unplayed at its new level, not as too easy;
+    one moved back down ranks by what it won at the lower level before; one whose level did not
+    move keeps its latest figures. Staleness still counts the environment's last play."""
+    import spadework.loop as loop
+    from scripted_policy import ScriptedPolicy
+    from starters import starter_records
+
+    from spadework.archive import Archive, archive_path
+    from spadework.config import override, preset
+    from spadework.loop import Models, Plan, RunContext, _Iteration
+
+    cfg = override(preset("smoke"), {"curriculum": {"score": "blend", "unplayed_win_rate": 0.2,
+                                                    "adapt_levels": True}})
+    seen = {}
+
+    def capture(fresh, candidates, iteration, cc, rng):
+        seen.update({c.env_id: (c.score, c.last_played) for c in candidates})
+        return ()
+
+    monkeypatch.setattr(loop.cur, "choose_pool", capture)
+    with Archive.open(archive_path(tmp_path)) as a:
+        a.import_starter(starter_records(cfg.play.max_turns))
+        up, down, held = [r.env_id for r in a.list_envs(status="accepted") if r.origin == "starter"
+                          and r.levels >= 3 and r.name not in cfg.curriculum.held_out][:3]
+        a.record_env_stats(up, 0, plays=5, wins=5, regret=0.0, level=1)
+        a.record_level(up, 0, from_level=1, to_level=2, plays=5, wins=5)
+        a.record_env_stats(down, 0, plays=5, wins=2, regret=0.2, level=1)
+        a.record_env_stats(down, 1, plays=5, wins=4, regret=0.0, level=1)
+        a.record_level(down, 1, from_level=1, to_level=2, plays=5, wins=4)
+        a.record_env_stats(down, 2, plays=5, wins=0, regret=0.0, level=2)
+        a.record_level(down, 2, from_level=2, to_level=1, plays=5, wins=0)
+        a.record_env_stats(held, 2, plays=5, wins=2, regret=0.2, level=1)
+        at_level_1 = a.env_stats_at(down, 1)
+        assert (at_level_1.plays, at_level_1.wins, at_level_1.win_rate) == (10, 6, 0.8)
+        assert at_level_1.last_played_iteration == 1 and a.env_stats_at(up, 2) is None
+        ctx = RunContext(cfg, tmp_path, a, Models(ScriptedPolicy(lambda c, t: "")), sandbox=None)
+        loop._pool(ctx, _Iteration(3, Plan(3), loop.cur.CurriculumState(), {}, a))
+    score = lambda w, r: env_score("blend", w, r, cfg.reward)  # noqa: E731
+    unplayed = candidate_score(None, cfg.curriculum, cfg.reward)
+    assert score(1.0, 0.0) == 0.0 < unplayed  # what the latest plays alone would give `up`
+    assert seen[up] == (pytest.approx(unplayed), 0)
+    assert score(0.0, 0.0) < score(0.8, 0.0)  # `down` at level 1, not at the level it left
+    assert seen[down] == (pytest.approx(score(0.8, 0.0)), 2)
+    assert seen[held] == (pytest.approx(score(0.4, 0.2)), 2)

@@ -303,6 +303,19 @@ class Archive:
         rows = self.query("SELECT * FROM env_stats WHERE env_id = ?", (env_id,))
         return R.stats_from_row(rows[0]) if rows else None
 
+    def env_stats_at(self, env_id: str, level: int) -> EnvStats | None:
+        """How ``env_id`` has played at ``level``: plays and wins summed over the iterations that
+        played it there, the rates and ``last_played_iteration`` of the latest of them (None:
+        never played at that level). The replay score of an environment whose level moved reads
+        this, not :meth:`env_stats`, whose rates are those of the level it left."""
+        rows = self.query(
+            "SELECT p.env_id AS env_id, t.plays AS plays, t.wins AS wins, p.win_rate AS win_rate, "
+            "p.regret AS regret, t.last AS last_played_iteration FROM (SELECT SUM(plays) AS plays, "
+            "SUM(wins) AS wins, MAX(iteration) AS last FROM env_plays WHERE env_id = ? AND "
+            "level = ?) AS t JOIN env_plays AS p ON p.env_id = ? AND p.iteration = t.last",
+            (env_id, int(level), env_id))
+        return R.stats_from_row(rows[0]) if rows else None
+
     # -- grounding documents -------------------------------------------------------------------
 
     def add_document(self, doc: GroundingDocument) -> bool:

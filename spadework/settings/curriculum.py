@@ -42,12 +42,16 @@ class CurriculumConfig:
     evaluation suite plays them (:mod:`spadework.evaluate.heldout`)."""
     score: str = "blend"
     """How an archived environment is ranked: its designer ``blend``, ``learnability``
-    (p * (1 - p) of its win rate), or ``regret``, from its latest plays."""
+    (p * (1 - p) of its win rate), or ``regret``, from its latest plays at the level it plays
+    next (with ``adapt_levels``): one the controller just moved up for winning every play is not
+    ranked as too easy, nor one moved down as out of reach; at a level it never played, it ranks
+    as unplayed."""
     unplayed_win_rate: float | None = None
-    """How an environment never played ranks for replay: None ranks it above every played one
-    (explore the archive first); a number scores it as if the agent had won that share of its
-    plays, so environments measured at the frontier are replayed before unplayed ones and
-    unplayed ones before those measured out of reach. Fresh designs are played regardless."""
+    """How an environment never played (at the level it plays next) ranks for replay: None ranks
+    it above every played one (explore the archive first); a number scores it as if the agent had
+    won that share of its plays, so environments measured at the frontier are replayed before
+    unplayed ones and unplayed ones before those measured out of reach. Fresh designs are played
+    regardless."""
     adapt_levels: bool = True
     """Move each played environment's level toward the band after every iteration
     (:mod:`spadework.levels`); False plays every environment at level 1."""
