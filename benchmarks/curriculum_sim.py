@@ -14,7 +14,13 @@ one run, on the same draws where their pools agree:
 - ``latest``: scored by its latest plays whatever their level (the pool before 2026-12-06): an
   environment moved up after 5 of 5 ranks as too easy, one moved down after 0 of 5 as out of reach.
 
+With ``--archive RUN/archive.sqlite`` it simulates nothing: for each iteration of that run it
+asks the pool stage again, on a copy of the archive cut back to what was known when the
+iteration began, which environments each rule picks, beside those the run played (the rule the
+run used must give them back exactly).
+
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/curriculum_sim.py [--runs 200] [--iterations 8]
+       OMP_NUM_THREADS=1 .venv/bin/python benchmarks/curriculum_sim.py --archive RUN/archive.sqlite
 """
 
 from __future__ import annotations
@@ -102,6 +108,51 @@ def simulate(rule: str, run: int, iterations: int, plays: int, hint_gain: float,
     return rows
 
 
+def replay_run(path: Path, rules: list[str]) -> dict:
+    """Per iteration of the run at ``path``: the environments it played and those each rule's
+    pool stage picks from the archive as it stood when the iteration began."""
+    import sqlite3
+
+    import spadework.loop as loop
+    from spadework.archive import Archive
+    from spadework.config import preset
+
+    src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    run = json.loads(src.execute("SELECT value FROM state WHERE key = 'config'").fetchone()[0])
+    cfg = replace(preset(run["preset"]), run_seed=int(run["run_seed"]))
+    cc = cfg.curriculum
+    iterations = [r[0] for r in src.execute("SELECT DISTINCT iteration FROM env_plays ORDER BY 1")]
+    out = []
+    for i in iterations:
+        played = sorted(r[0][:8] for r in src.execute(
+            "SELECT env_id FROM env_plays WHERE iteration = ?", (i,)))
+        regen = loop.cur.is_regeneration(i, cc.regen_interval) and cc.designs_per_regen > 0
+        last_regen = max(j for j in range(i + 1) if loop.cur.is_regeneration(j, cc.regen_interval))
+        fresh = tuple(r[0] for r in src.execute(
+            "SELECT env_id FROM attempts WHERE iteration = ? AND outcome = 'accepted' "
+            "AND env_id IS NOT NULL ORDER BY slot, attempt", (last_regen,)))
+        row = {"iteration": i, "played": played}
+        for rule in rules:
+            with tempfile.TemporaryDirectory() as d:
+                copy = Path(d) / "archive.sqlite"
+                dst = sqlite3.connect(copy)
+                src.backup(dst)
+                dst.execute("DELETE FROM env_plays WHERE iteration >= ?", (i,))
+                dst.execute("DELETE FROM level_changes WHERE iteration >= ?", (i,))
+                dst.commit()
+                dst.close()
+                with Archive.open(copy) as a:
+                    if rule == "latest":
+                        a.env_stats_at = lambda env_id, level: a.env_stats(env_id)
+                    ctx = loop.RunContext(cfg, Path(d), a, loop.Models(None), sandbox=None)
+                    plan = loop.Plan(i, regenerated=regen, fresh=fresh if regen else ())
+                    state = loop.cur.CurriculumState(fresh=() if regen else fresh)
+                    res = loop._pool(ctx, loop._Iteration(i, plan, state, {}, a))
+            row[rule] = sorted(e[:8] for e in res.plan.pool)
+        out.append(row)
+    return {"archive": str(path), "run_seed": cfg.run_seed, "iterations": out}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=200)
@@ -112,7 +163,11 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a [curriculum] setting for both rules, e.g. staleness_coef=0.1")
     ap.add_argument("--rules", default="latest,level")
+    ap.add_argument("--archive", type=Path, help="replay a run's pools instead of simulating")
     args = ap.parse_args()
+    if args.archive:
+        print(json.dumps(replay_run(args.archive, args.rules.split(",")), indent=1))
+        return
     curriculum = {k: json.loads(v) for k, v in (kv.split("=", 1) for kv in args.set)}
     from starters import starter_records
 
