@@ -68,11 +68,10 @@ def simulate(rule: str, run: int, iterations: int, plays: int, hint_gain: float,
              records, curriculum: dict | None = None) -> list[dict]:
     import spadework.loop as loop
     from spadework.archive import Archive, archive_path
-    from spadework.config import preset
+    from spadework.config import override, preset
     from spadework.levels import next_level
     from spadework.loop import Models, Plan, RunContext, _Iteration
 
-    from spadework.config import override
     cfg = replace(override(preset("cpu-qwen"), {"curriculum": curriculum or {}}), run_seed=run)
     cc, rc = cfg.curriculum, cfg.reward
     draws = random.Random(run)  # the same stream for both rules: outcomes agree while pools do
