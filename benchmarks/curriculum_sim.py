@@ -165,6 +165,8 @@ def main() -> None:
     ap.add_argument("--archive", type=Path, help="replay a run's pools instead of simulating")
     args = ap.parse_args()
     if args.archive:
+        if not args.archive.is_file():
+            raise SystemExit(f"no archive at {args.archive}: pass RUN/archive.sqlite of a run")
         print(json.dumps(replay_run(args.archive, args.rules.split(",")), indent=1))
         return
     curriculum = {k: json.loads(v) for k, v in (kv.split("=", 1) for kv in args.set)}

@@ -123,7 +123,7 @@ def expected_tokens(alphas: list[float], k: int) -> float:
     """Mean over start positions of ``1 + sum_{j=1..k} prod_{i<j} alpha_{t+i}`` (a step near the
     reply's end can keep no more than is left of it).
 
-    >>> expected_tokens([0.5, 0.5], 1), expected_tokens([0.0, 0.0], 3), expected_tokens([1.0] * 4, 2)
+    >>> expected_tokens([0.5, 0.5], 1), expected_tokens([0.0] * 2, 3), expected_tokens([1.0] * 4, 2)
     (1.5, 1.0, 2.75)
     """
     total = 0.0
@@ -155,6 +155,9 @@ def main() -> None:
     d = preset("cpu-qwen").design
     sampler = (d.temperature, d.top_k, d.top_p)
     ks = [int(k) for k in args.ks.split(",")]
+    if not Path(args.archive).is_file():
+        raise SystemExit(f"no archive at {args.archive}: run `make run` first, or pass --archive "
+                         "RUN/archive.sqlite of a run with design attempts")
     con = sqlite3.connect(f"file:{args.archive}?mode=ro", uri=True)
     rows = con.execute("SELECT iteration, slot, prompt_ids, output_ids FROM attempts "
                        "WHERE output_ids IS NOT NULL ORDER BY iteration, slot, attempt LIMIT ?",
