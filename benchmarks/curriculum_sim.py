@@ -64,6 +64,15 @@ def rate(name: str, level: int, iteration: int, iterations: int) -> float:
     return base + (trained - base) * iteration / max(1, iterations - 1)
 
 
+def use_rule(archive, rule: str) -> None:
+    """Make ``archive`` answer the pool stage as ``rule`` scores: ``level`` as it is; ``latest``
+    gives an environment's latest plays whatever their level (the pool before 2026-12-06)."""
+    if rule == "latest":
+        archive.env_stats_at = lambda env_id, level: archive.env_stats(env_id)
+    elif rule != "level":
+        raise SystemExit(f"unknown rule {rule!r}: choose latest or level")
+
+
 def simulate(rule: str, run: int, iterations: int, plays: int, hint_gain: float,
              records, curriculum: dict | None = None) -> list[dict]:
     import spadework.loop as loop
@@ -79,8 +88,7 @@ def simulate(rule: str, run: int, iterations: int, plays: int, hint_gain: float,
     with tempfile.TemporaryDirectory() as d, Archive.open(archive_path(Path(d))) as a:
         a.import_starter(records)
         names = {r.env_id: r for r in a.list_envs(status="accepted")}
-        if rule == "latest":
-            a.env_stats_at = lambda env_id, level: a.env_stats(env_id)
+        use_rule(a, rule)
         ctx = RunContext(cfg, Path(d), a, Models(None), sandbox=None)
         state = loop.cur.CurriculumState()
         for i in range(iterations):
@@ -141,8 +149,7 @@ def replay_run(path: Path, rules: list[str]) -> dict:
                 dst.commit()
                 dst.close()
                 with Archive.open(copy) as a:
-                    if rule == "latest":
-                        a.env_stats_at = lambda env_id, level: a.env_stats(env_id)
+                    use_rule(a, rule)
                     ctx = loop.RunContext(cfg, Path(d), a, loop.Models(None), sandbox=None)
                     plan = loop.Plan(i, regenerated=regen, fresh=fresh if regen else ())
                     state = loop.cur.CurriculumState(fresh=() if regen else fresh)
