@@ -106,7 +106,7 @@ def main() -> None:
             codes += a.env_codes("accepted")
     index = design_novelty_index(codes, cfg.design.setting, cfg.design.examples, cfg.check)
     policy = load_policy("llamacpp", cfg.role_model("designer"), max_batch_size=cfg.policy_batch,
-                         threads=args.threads or cfg.threads)
+                         threads=args.threads or cfg.engine_threads)
     print(f"[design_repair] {len(items)} rejected first attempts from {len(args.runs)} runs; "
           f"model {cfg.role_model('designer')}", file=sys.stderr, flush=True)
     fresh_outcomes, fresh_identical, rows = [], [], []

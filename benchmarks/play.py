@@ -93,7 +93,7 @@ def main() -> None:
     envs = starter_envs("games")[:4]
     jobs = [j for e in envs for j in regret_jobs(e, run_seed=0, plays=cfg.plays, level=1)]
     engine = load_policy("llamacpp", cfg.model, max_batch_size=cfg.policy_batch,
-                         threads=cfg.threads, weights=args.weights)
+                         threads=cfg.engine_threads, weights=args.weights)
     result = {"benchmark": "play", "preset": args.preset, "model": cfg.model, "weights": args.weights,
               "envs": [e.class_name for e in envs], "jobs": len(jobs), "modes": {}}
     with Sandbox(Limits()) as box:

@@ -99,7 +99,7 @@ def main() -> None:
     starters = [s for s in sources if not wanted or s.name in wanted]
     t0 = time.time()
     policy = load_policy("llamacpp", cfg.role_model("agent"), max_batch_size=cfg.policy_batch,
-                         threads=args.threads or cfg.threads)
+                         threads=args.threads or cfg.engine_threads)
     checkpoint = None
     if args.checkpoint is not None:
         from spadework.evaluate.run import resolve_checkpoint
