@@ -4,13 +4,17 @@ A machine turns lowercase words into code words by a hidden rule made of simple 
 every letter along the alphabet, reverse the word, move its first letters to the end, swap
 neighbouring letters, mirror the alphabet a<->z). The task names the steps the rule may use and
 shows some example pairs; you may feed the machine words of your own choice to test a theory
-(not the challenge word itself), then must give the code of the challenge word. One answer only.
-Every encoding seen so far is shown each turn.
+(not the challenge word itself), then must give the code of the challenge word. One answer only
+(above level 1). Every encoding seen so far is shown each turn.
 
 Levels (a bigger instance of the same rules at each):
 
 1. a 3-letter word; the rule shifts every letter 1 to 3 places, and the task says how many and
-   where each letter of the challenge goes, with one example pair: answer at once;
+   where each letter of the challenge goes, with one example pair: answer at once. The example
+   move is an answer (a wrong one), a wrong answer is told and may be tried again, and the task
+   lists the new letters to write together. The base 0.5B agent copied the former example, a
+   probe, every turn (0 wins in 20 plays); it now wins 1 in 20, mostly writing the example's
+   letters instead;
 2. a 4- or 5-letter word; the rule is one step of any kind; one example pair;
 3. a 6- or 7-letter word; the rule is two steps of different kinds; two example pairs (the
    former starter).
@@ -143,10 +147,13 @@ class CipherMachineEnv(GameEnv):
         seen = "".join(f" It turns '{w}' into '{c}'." for w, c in self.examples + self.queries)
         return (f"A machine moves every letter of a word {k} place{'s' if k > 1 else ''} forward "
                 f"in the alphabet.{seen}\n"
-                f"What does it make of '{self.challenge}'? In '{self.challenge}', {goes}. Write "
-                "answer and the new word. You may answer only once.")
+                f"What does it make of '{self.challenge}'? In '{self.challenge}', {goes}. The new "
+                f"word is those {len(self.challenge)} new letters ({', '.join(self.answer)}) "
+                "written together. Write answer and the new word.")
 
     def example(self):
+        if self.level == 1:  # the answer's form with letters that are not the answer
+            return "answer " + ("xyz" if self.answer == "abc" else "abc")
         return "encode " + self._probes()[0]
 
     def _probes(self):
@@ -163,6 +170,9 @@ class CipherMachineEnv(GameEnv):
         if answer:
             if answer.group(1).lower() == self.answer:
                 return self.WIN, f"Correct: '{self.challenge}' encodes to '{self.answer}'."
+            if self.level == 1:
+                return self.CONTINUE, (f"Wrong: '{answer.group(1).lower()}' is not what the "
+                                       f"machine makes of '{self.challenge}'.")
             return self.LOSE, f"Wrong: that is not the code of '{self.challenge}'."
         if not probe:
             return self.INVALID, f"That is not a move. {forms}"

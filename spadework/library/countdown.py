@@ -7,8 +7,9 @@ target is among your numbers. ``undo`` takes back the last operation (it costs a
 Levels (the same rules, a longer route each time; never longer than max_turns allows):
 
 1. three numbers from 1 to 9, and the target is the sum of two of them, as the task says: one
-   addition (the example adds a number to itself, which is not a move, so copying it costs a
-   turn but not the game);
+   addition. The example adds two numbers that miss the target, and an operation that misses is
+   told and not applied, so each turn is a fresh try (the base 0.5B agent won 0 of 10 when the
+   example was not a move and a missed operation had to be undone);
 2. four numbers (three small, one large); the target needs two operations, no single one
    reaches it;
 3. six numbers (four small, two large); the target needs three operations and no one or two
@@ -183,8 +184,9 @@ class CountdownEnv(GameEnv):
                 "to take back your last operation.")
 
     def example(self):
-        if self.level == 1:  # not a move (each number is used once): copying it changes nothing
-            return f"{self.pool[0]} + {self.pool[0]}"
+        if self.level == 1:  # two of the numbers that miss the target: copying it is told so
+            a, b, c = self.start
+            return f"{b} + {a}" if a + b != self.target else f"{c} + {a}"
         for i in range(len(self.pool)):
             for j in range(i + 1, len(self.pool)):
                 a, b = self.pool[j], self.pool[i]
@@ -217,9 +219,12 @@ class CountdownEnv(GameEnv):
         new = combine(self.pool, i, j, op)
         if new is None:
             return self.INVALID, f"{a} {op} {b} is not a positive whole number."
+        value = apply(a, op, b)
+        if self.level == 1 and self.target not in new:  # level 1 keeps the numbers: try again
+            return self.CONTINUE, (f"{a} {op} {b} = {value}, not {self.target}. Your numbers are "
+                                   "unchanged: try two other numbers.")
         self.history.append(self.pool)
         self.pool = new
-        value = apply(a, op, b)
         if self.target in self.pool:
             return self.WIN, f"{a} {op} {b} = {value}, the target."
         return self.CONTINUE, f"{a} {op} {b} = {value}. The target is still {self.target}."

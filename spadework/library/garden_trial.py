@@ -6,13 +6,17 @@ past beds is shown, but on sunny days the gardener liked to switch one treatment
 credits it with the sun's work (half the time that treatment does nothing at all). In the
 greenhouse the sun is held constant, and each experiment you run there reports the growth of a
 bed treated exactly as you say; the control bed (nothing on) has already been grown. Find the
-effect of each treatment: how much growth changes when it alone is switched on. One answer only.
+effect of each treatment: how much growth changes when it alone is switched on. One answer only
+(above level 1).
 
 Levels (the same rules; more treatments to measure as the level rises):
 
 - 1: one treatment that helps (an effect of 1 to 9), and its greenhouse bed has been grown too:
   the effect is the difference of the two greenhouse beds, as the task says (one move; no log
-  is shown);
+  is shown). The example move is an answer (0, never the effect), a wrong answer is told which
+  way it is off and may be tried again, and a worked difference (``11 - 8 = 3``) is read as
+  answering its result: the base 0.5B agent copied the former example, ``test 0``, every turn
+  (0 wins in 20 plays);
 - 2: two treatments; 3: three; 4: all four (four experiments, then the answer).
 
 The number of treatments is capped so that their experiments and the answer fit in max_turns
@@ -38,6 +42,7 @@ LEVEL_SHAPES = {1: (1, 0), 2: (2, 4), 3: (3, 5), 4: (4, 6)}
 EFFECTS = [e for e in range(-5, 13) if e]
 _TEST = re.compile(r"test\s*:?\s*([01](?:[\s,]*[01])*)")
 _ANSWER = re.compile(r"(?:answer\s*:?\s*)?([-+]?\d+(?:[\s,]+[-+]?\d+)*)")
+_WORKED = re.compile(r"(?:answer\s*:?\s*)?\d+\s*-\s*\d+\s*=\s*([-+]?\d+)")
 
 
 class GardenTrialEnv(GameEnv):
@@ -116,17 +121,20 @@ class GardenTrialEnv(GameEnv):
         on = next(g for f, g in self.tests if f[0])
         off = next(g for f, g in self.tests if not f[0])
         return (f"In the greenhouse a bed with {name} grew {on} and a bed without {name} grew "
-                f"{off}. The effect of {name} is {on} minus {off}. What is the effect? Write answer "
-                "and the effect as one whole number. You may answer only once.")
+                f"{off}. The effect of {name} is how much more the bed with it grew: {on} minus "
+                f"{off}. What is {on} minus {off}? Write answer and that number.")
 
     def example(self):
-        if self.level == 1:  # a bed already grown: copying it changes nothing
-            return "test 0"
+        if self.level == 1:  # the answer's form, not the answer (the effect is never 0)
+            return "answer 0"
         return "test " + " ".join(["1"] + ["0"] * (len(self.treatments) - 1))
 
     def judge(self, move):
         n = len(self.treatments)
         text = move.lower().strip()
+        worked = _WORKED.fullmatch(text)
+        if worked and n == 1:  # "8 - 7 = 1": the difference worked out, read as answering it
+            text = "answer " + worked.group(1)
         test, answer = _TEST.fullmatch(text), _ANSWER.fullmatch(text)
         if answer:
             named = [int(x) for x in re.findall(r"[-+]?\d+", answer.group(1))]
@@ -135,6 +143,11 @@ class GardenTrialEnv(GameEnv):
                                       f"{len(named)}.")
             if named == self.effects:
                 return self.WIN, "Those are the effects."
+            if self.level == 1:
+                on, off = (next(g for f, g in self.tests if f[0] == lit) for lit in (True, False))
+                more = "more" if named[0] < self.effects[0] else "less"
+                return self.CONTINUE, (f"{named[0]} is not the effect: {on} minus {off} is {more} "
+                                       f"than {named[0]}.")
             return self.LOSE, "Those are not the effects."
         if test:
             flags = [f == "1" for f in re.findall(r"[01]", test.group(1))]
