@@ -166,15 +166,10 @@ class CountdownEnv(GameEnv):
                 "target": self.target}
 
     def task(self):
-        if self.level == 1:
-            if self.pool == self.start:
-                how = (f"Two of your numbers add up to {self.target}. Which two? Write them with + "
-                       "between them.")
-            else:
-                how = (f"Two of the numbers you were dealt add up to {self.target}. Write undo to "
-                       "take back your last operation, then write those two numbers with + "
-                       "between them.")
-            return f"Your numbers: {', '.join(map(str, self.pool))}\nTarget: {self.target}\n{how}"
+        if self.level == 1:  # the numbers never change at level 1 (a miss is not applied)
+            return (f"Your numbers: {', '.join(map(str, self.pool))}\nTarget: {self.target}\n"
+                    f"Two of your numbers add up to {self.target}. Which two? Write them with + "
+                    "between them.")
         return (f"Your numbers: {', '.join(map(str, self.pool))}\n"
                 f"Target: {self.target}\n"
                 "Rules: pick two of your numbers and add, subtract, multiply or divide them. Both "
