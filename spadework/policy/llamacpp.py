@@ -275,8 +275,9 @@ class LlamaCppPolicy:
     def release(self) -> None:
         """Free the KV cache's memory now (the cached prefixes go with it). The next call makes
         a context of the size the last one had, so a stage that needed it grown once does not
-        grow it again. The run calls this before the learner's step, its memory peak, after
-        which the weight sync would drop the prefixes anyway."""
+        grow it again; a stream that declares its longest conversation (``cells``) gets the
+        size it declares instead. The run calls this before the learner's step, its memory
+        peak, after which the weight sync would drop the prefixes anyway."""
         with self._lock:
             if self._ctx is not None:
                 self._ll.llama_free(self._ctx)
@@ -348,9 +349,12 @@ class LlamaCppPolicy:
         if rc != 0:
             raise PolicyError(f"llama.cpp refused to set the LoRA adapter (code {rc})")
 
-    def _ensure_context(self, n_seq: int, cells: int) -> None:
-        """A context for ``n_seq`` sequences of ``cells`` KV cells each (grown, never shrunk; a
-        context that fits is kept with its cached prefixes, see :meth:`SequenceCells.claim`)."""
+    def _ensure_context(self, n_seq: int, cells: int, *, sized: bool = False) -> None:
+        """A context for ``n_seq`` sequences of ``cells`` KV cells each (a context that fits is
+        kept with its cached prefixes, see :meth:`SequenceCells.claim`). Otherwise grown,
+        never shrunk, except where ``sized``: a stream that declared the longest conversation it
+        holds gets cells for that, whatever an earlier stage needed (the KV cache is most of a
+        play stage's memory: 40 sequences of 4,096 cells of the 0.5B take 1.9 GiB)."""
         have_seq, have_cells = self._ctx_shape
         if self._ctx is not None and have_seq >= n_seq and have_cells >= cells:
             return
@@ -363,7 +367,8 @@ class LlamaCppPolicy:
         # recreate the context (and lose the cached prefixes) a few times, not at every turn;
         # after release() the size it had
         n_seq = max(n_seq, have_seq)
-        cells = max(cells, 2 * have_cells) if cells > have_cells else have_cells
+        if not sized:
+            cells = max(cells, 2 * have_cells) if cells > have_cells else have_cells
         cells = min(-(-cells // 256) * 256, self._context)
         p = context_params(ll, n_seq, cells, self.threads, self.kv_type, self.flash_attn)
         ctx = ll.llama_init_from_model(self._model, p)
@@ -390,7 +395,7 @@ class LlamaCppPolicy:
         ll = self._ll
         waiting = deque(first)
         self._ensure_context(min(self.max_batch_size, len(first)),
-                             max(cells, *(r.cells for r in first)))
+                             max(cells, *(r.cells for r in first)), sized=cells > 0)
         free = list(range(self._ctx_shape[0]))
         active: list[Row] = []  # rows with a sampled token not yet fed
         batch = ll.llama_batch_init(self._ctx_shape[0] * self._ctx_shape[1], 0, 1)

@@ -222,6 +222,31 @@ def test_a_stream_keeps_the_batch_full_across_turns(engine):
         [(q.key, getattr(c, "output_ids", None)) for q, c in log]
 
 
+def test_a_stream_that_declares_its_size_gets_that_size_not_an_earlier_stages(engine):
+    """A play stage declares the longest conversation it holds (``cells``); once released, the
+    next stream's KV cache is sized for what it declares (rounded up to 256 cells), not kept at,
+    or doubled from, the largest an earlier stage needed: in the main job a level-2 game with a
+    long opening grew the agent's cache to 4,096 cells a sequence for the rest of the run (a
+    peak of 8.27 GiB instead of 7.81)."""
+    from spadework.policy.base import StreamRequest
+
+    params = SamplingParams(temperature=1.0, max_tokens=4)
+    first = [StreamRequest(i, [100 + (7 * i + 13 * k) % 5000 for k in range(40)], i)
+             for i in range(3)]
+
+    def stream(cells):
+        engine.release()
+        engine.stream(first, params, lambda q, res: [], cells=cells)
+        return engine._ctx_shape[1]
+
+    assert stream(1000) == 1024
+    assert stream(1100) == 1280  # grown to what is declared, not doubled to 2,048
+    assert stream(300) == 512  # and smaller again when a stage needs less
+    engine.release()
+    engine.generate_ids([[5, 6, 7]], SamplingParams(max_tokens=1))  # no size declared: kept
+    assert engine._ctx_shape[1] == 512
+
+
 @pytest.mark.slow
 def test_play_through_the_stream_plays_what_turn_by_turn_play_does(engine):
     """The rollout on the real engine, continuous and turn by turn: the same episodes up to
