@@ -56,9 +56,13 @@ def hint_using_script(conv, turn):
     """Designs the arithmetic chain; the hinted arm always solves it (its regret is then above
     0), the unhinted arm the instances whose b is even. With the runs' seeds that is 1 of 2
     instances in iteration 0 and 2 of 2 in iteration 1, so the rows hold a band share and a win
-    rate of 1 as well as the starters' 0 (a figure of 0 everywhere would test nothing)."""
+    rate of 1 as well as the starters' 0 (a figure of 0 everywhere would test nothing). A
+    starter gets no move at all, whichever the pool draws (a boxed digit won a sliding puzzle's
+    level 1, and its negative regret cancelled the chain's)."""
     m = re.search(r"Compute \((\d+) \* (\d+) \+ (\d+)\) mod (\d+)", conv.messages[-1]["content"])
-    if m and conv.messages[0]["role"] != "system":
+    if conv.messages[0]["role"] != "system":  # the agent playing
+        if not m:
+            return "I have no move."
         a, b, c, mod = map(int, m.groups())
         hinted = "A hint from the game's designer" in conv.messages[0]["content"]
         return f"\\boxed{{{(a * b + c) % mod if hinted or b % 2 == 0 else mod + 1}}}"
