@@ -536,12 +536,17 @@ def test_verifiers_filters_refuse_what_matches_nothing(archive):
 
     with pytest.raises(ConfigError, match="filter keys are"):
         load_environment(archive, {"colour": "red"})
-    env = load_environment(archive, {"band": (0.2, 0.8)})  # the scripted agent won nothing
+    with Archive.open_read_only(archive) as a:
+        stats = {r.env_id: a.env_stats(r.env_id) for r in a.list_envs()}
+        expected = {e for e, st in stats.items() if st is not None}
+    # a band inside the widest gap between the played win rates (which the scripted agent's
+    # guesses set, whichever environments the pool drew): it holds none of them
+    edges = sorted({0.0, 1.0} | {stats[e].win_rate for e in expected})
+    lo, hi = max(zip(edges, edges[1:]), key=lambda g: g[1] - g[0])
+    env = load_environment(archive, {"band": (lo + (hi - lo) / 3, hi - (hi - lo) / 3)})
     with pytest.raises(ConfigError, match="no environments in"):
         list(env.taskset.load())
-    played = load_environment(archive, {"band": (0.0, 0.0)}, seeds=(1, 2))
+    played = load_environment(archive, {"band": (0.0, 1.0)}, seeds=(1, 2))  # every one played
     tasks = list(played.taskset.load())
-    with Archive.open_read_only(archive) as a:
-        expected = {r.env_id for r in a.list_envs() if a.env_stats(r.env_id) is not None}
     assert expected and {t.data.env_id for t in tasks} == expected
     assert len(tasks) == 2 * len(expected) and {t.data.seed for t in tasks} == {1, 2}
