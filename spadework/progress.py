@@ -4,13 +4,16 @@ The loop reports numbers, never text to parse back: ``stage(name, note)`` when a
 is skipped after a restart) and ``advance(name, done, total)`` as its units (design attempts,
 episodes) finish. :class:`StageDisplay` shows them through rich: on a terminal, one progress bar
 per stage with its count, rate and elapsed time; elsewhere (CI logs, files), one line per stage
-and one each time a count passes another tenth of its total, so a log stays short.
+and one each time a count passes another tenth of its total, so a log stays short, and a line
+saying the stage is still at work whenever it has printed nothing for ``heartbeat_s`` seconds (a
+design stage of the ``cpu-qwen`` preset went 134 s between lines in a log file).
 :class:`CheckDisplay` shows the progress of one environment check the same way (a bar on a
 terminal, nothing elsewhere).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Protocol
 
@@ -36,9 +39,10 @@ class Silent:
 
 
 class StageDisplay:
-    """A :class:`Progress` on a rich console; close it (or use ``with``) to stop the bars."""
+    """A :class:`Progress` on a rich console; close it (or use ``with``) to stop the bars and the
+    heartbeat."""
 
-    def __init__(self, console: Any = None) -> None:
+    def __init__(self, console: Any = None, heartbeat_s: float = 30.0) -> None:
         from rich.console import Console
 
         self.console = console or Console(highlight=False)
@@ -46,6 +50,15 @@ class StageDisplay:
         self._bars: Any = None
         self._tasks: dict[str, Any] = {}
         self._tenth: dict[str, int] = {}
+        self._lock = threading.Lock()  # the heartbeat thread prints too
+        self._last_line = self.t0
+        self._running: tuple[str, int, int] | None = None  # (stage, done, total) while at work
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        if not self.console.is_terminal and heartbeat_s > 0:
+            self._beat = threading.Thread(target=self._heartbeat, args=(heartbeat_s,), daemon=True,
+                                          name="spadework-progress")
+            self._beat.start()
         if self.console.is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -56,11 +69,13 @@ class StageDisplay:
 
     def stage(self, name: str, note: str) -> None:
         self._tenth.pop(name, None)
+        self._running = (name, 0, 0)
         if self._bars is not None and name in self._tasks:
             self._bars.remove_task(self._tasks.pop(name))
         self._line(name, note)
 
     def advance(self, name: str, done: int, total: int) -> None:
+        self._running = (name, done, total) if done < total else None
         if self._bars is not None:
             if name not in self._tasks:
                 self._tasks[name] = self._bars.add_task(name, total=total)
@@ -75,10 +90,25 @@ class StageDisplay:
             self._line(name, f"{done}/{total}")
 
     def _line(self, name: str, text: str) -> None:
-        elapsed = time.monotonic() - self.t0
-        self.console.print(f"[dim]{elapsed:7.1f}s[/dim] [bold]{name:>7}[/bold]  {text}")
+        with self._lock:
+            now = time.monotonic()
+            self._last_line = now
+            self.console.print(f"[dim]{now - self.t0:7.1f}s[/dim] [bold]{name:>7}[/bold]  {text}")
+
+    def _heartbeat(self, every: float) -> None:
+        """Print a line for the stage at work whenever nothing was printed for ``every`` seconds."""
+        while not self._stop.wait(min(every, 1.0)):
+            running, quiet = self._running, time.monotonic() - self._last_line
+            if running is not None and quiet >= every:
+                name, done, total = running
+                so_far = f"{done}/{total} so far, " if total else ""
+                self._line(name, f"{so_far}still at work ({quiet:.0f}s since the last line)")
 
     def close(self) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
+            self._beat = None
         if self._bars is not None:
             self._bars.stop()
             self._bars = None
