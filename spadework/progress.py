@@ -55,10 +55,6 @@ class StageDisplay:
         self._running: tuple[str, int, int] | None = None  # (stage, done, total) while at work
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
-        if not self.console.is_terminal and heartbeat_s > 0:
-            self._beat = threading.Thread(target=self._heartbeat, args=(heartbeat_s,), daemon=True,
-                                          name="spadework-progress")
-            self._beat.start()
         if self.console.is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -66,6 +62,10 @@ class StageDisplay:
                                   MofNCompleteColumn(), TimeElapsedColumn(), console=self.console,
                                   transient=True)
             self._bars.start()
+        elif heartbeat_s > 0:  # off a terminal: the bars' running clock is missing
+            self._beat = threading.Thread(target=self._heartbeat, args=(heartbeat_s,), daemon=True,
+                                          name="spadework-progress")
+            self._beat.start()
 
     def stage(self, name: str, note: str) -> None:
         self._tenth.pop(name, None)
