@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from spadework.archive.records import MemoryNegative, MemoryPositive, PlayedDesign
+from spadework.env import pyparse
 from spadework.errors import ArchiveError
 from spadework.metrics import GAME_ENDS, score_env
 from spadework.reward import episode_return
@@ -49,7 +50,7 @@ def design_summary(code: str, class_name: str, chars: int = 160) -> str:
     ''
     """
     try:
-        tree = ast.parse(code)
+        tree = pyparse.parse(code)
     except (SyntaxError, ValueError):
         return ""
     for node in ast.walk(tree):

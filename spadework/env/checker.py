@@ -47,7 +47,6 @@ reference never checks.
 
 from __future__ import annotations
 
-import ast
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -55,6 +54,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
+from spadework.env import pyparse
 from spadework.env.budget import Budget, BudgetedHandle, CheckProgress, ProgressFn
 from spadework.env.contract import MAX_LEVELS
 from spadework.env.extract import extract_env_module
@@ -208,7 +208,7 @@ def looks_like_module(text: str) -> bool:
     (True, False)
     """
     try:
-        ast.parse(text)
+        pyparse.parse(text)
     except (SyntaxError, ValueError):
         return False
     return True

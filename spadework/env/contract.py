@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from spadework.env import pyparse
 from spadework.errors import ContractError
 
 #: Import name of the tool-use base class module inside the sandbox (``from toolenv import ToolEnv``).
@@ -187,7 +188,7 @@ def find_env_class(code: str | ast.Module) -> str:
     """
     if isinstance(code, str):
         try:
-            tree = ast.parse(code)
+            tree = pyparse.parse(code)
         except SyntaxError as e:
             raise ContractError(f"syntax error at line {e.lineno}: {e.msg}") from e
     else:

@@ -52,6 +52,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from spadework.env import pyparse
 from spadework.env.contract import find_env_class
 from spadework.env.reference import PRELUDE, _insert_at, missing_prelude
 from spadework.env.repair import parse_with_repair, unshadow_methods
@@ -431,7 +432,7 @@ def _module_of(code: str) -> ExtractedModule:
         raise ExtractError(e.reason) from e
     fixed, renamed = unshadow_methods(fixed, tree, name)
     if renamed:
-        tree = ast.parse(fixed)
+        tree = pyparse.parse(fixed)
     fixed, added = add_missing_imports(fixed, tree)
     return ExtractedModule(fixed, name, repairs + renamed + added)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
+from spadework.env import pyparse
 from spadework.env.contract import find_env_class
 from spadework.errors import ContractError
 from spadework.rg_tasks import hard_tasks
@@ -88,7 +89,7 @@ def env_benchmark_matches(code: str) -> tuple[str, ...]:
     """:func:`benchmark_matches` of an environment module's class name and its docstrings (the
     module's and the class's). Code that does not parse or has no environment class gives ()."""
     try:
-        tree = ast.parse(code)
+        tree = pyparse.parse(code)
         class_name = find_env_class(tree)
     except (SyntaxError, ContractError, ValueError):
         return ()

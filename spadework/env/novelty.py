@@ -20,6 +20,7 @@ import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from spadework.env import pyparse
 from spadework.types import env_id_of
 
 _KEEP = frozenset(dir(builtins)) | {"self", "cls"}
@@ -87,7 +88,7 @@ def normalise_code(code: str) -> list[str]:
     (True, 'def _ ( _ , _ ) : return _ * _')
     """
     try:
-        tree = _Normaliser().visit(ast.parse(code))
+        tree = _Normaliser().visit(pyparse.parse(code))
         return _tokens(ast.unparse(ast.fix_missing_locations(tree)), rename=False)
     except (SyntaxError, ValueError, RecursionError):
         return _tokens(code, rename=True)

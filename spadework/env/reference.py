@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from spadework.env import pyparse
 from spadework.env.static import bound_names
 from spadework.errors import ContractError
 
@@ -182,7 +183,7 @@ def adapt(code: str) -> Adapted:
     True
     """
     try:
-        tree = ast.parse(code)
+        tree = pyparse.parse(code)
     except SyntaxError as e:
         raise ContractError(f"syntax error at line {e.lineno}: {e.msg}") from e
     name = reference_class(tree)

@@ -19,6 +19,7 @@ import ast
 import inspect
 import re
 
+from spadework.env import pyparse
 from spadework.env.gameenv import GameEnv
 from spadework.env.toolenv import ToolEnv
 
@@ -92,7 +93,7 @@ def _parse(code: str) -> ast.Module:
     """``ast.parse`` with every refusal as a SyntaxError: null bytes (ValueError) and nesting
     too deep for the parser (MemoryError, RecursionError) are code that cannot load either."""
     try:
-        return ast.parse(code)
+        return pyparse.parse(code)
     except ValueError as e:
         raise SyntaxError(str(e)) from e
     except (MemoryError, RecursionError) as e:
@@ -179,7 +180,7 @@ def _matching_brace(body: str, i: int) -> int | None:
 
 def _field_compiles(field: str, prefix: str, quote: str) -> bool:
     try:
-        ast.parse(f"{prefix}{quote}{field}{quote}", mode="eval")
+        pyparse.parse(f"{prefix}{quote}{field}{quote}", mode="eval")
     except (SyntaxError, ValueError):
         return False
     return True

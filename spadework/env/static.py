@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from spadework.env import pyparse
 from spadework.env.contract import (
     GAMEENV_CLASS,
     GAMEENV_HOOKS,
@@ -120,7 +121,7 @@ def parse_module(code: str) -> ast.Module:
     spadework.errors.ContractError: syntax error at line 1: '(' was never closed
     """
     try:
-        return ast.parse(code)
+        return pyparse.parse(code)
     except SyntaxError as e:
         raise ContractError(f"syntax error at line {e.lineno}: {e.msg}") from e
     except ValueError as e:  # e.g. null bytes in the source

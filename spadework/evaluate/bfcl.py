@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from spadework.env import pyparse
 from spadework.evaluate.data import require
 from spadework.evaluate.items import EvalItem, Sample, Scored
 from spadework.evaluate.judge import EvalError
@@ -76,7 +77,7 @@ def parse_calls(reply: str) -> list[tuple[str, dict[str, Any]]]:
     if fence:
         text = fence[-1].strip()
     try:
-        tree = ast.parse(text, mode="eval").body
+        tree = pyparse.parse(text, mode="eval").body
     except SyntaxError as e:
         raise ValueError(f"not a list of calls: {e.msg}") from e
     nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]

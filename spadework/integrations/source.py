@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spadework.archive import Archive, archive_path
+from spadework.env import pyparse
 from spadework.env.static import check_static
 from spadework.errors import ConfigError, ContractError
 from spadework.library import starter_env
@@ -37,7 +38,7 @@ def imports_of(code: str) -> frozenset[str]:
     import ast
 
     names: set[str] = set()
-    for node in ast.walk(ast.parse(code)):
+    for node in ast.walk(pyparse.parse(code)):
         if isinstance(node, ast.Import):
             names.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

@@ -22,6 +22,7 @@ from importlib import resources
 from typing import Any
 
 from spadework.archive.records import EnvRecord
+from spadework.env import pyparse
 from spadework.env.checker import check
 from spadework.env.contract import SETTINGS, find_env_class
 from spadework.errors import ConfigError, ContractError
@@ -78,7 +79,7 @@ def parse_source(code: str, name: str) -> EnvSource:
     """
     where = f"starter environment {name!r}"
     try:
-        tree = ast.parse(code)
+        tree = pyparse.parse(code)
     except SyntaxError as e:
         raise ContractError(f"{where}: syntax error at line {e.lineno}: {e.msg}") from e
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spadework.archive import Archive, archive_path, views
+from spadework.env import pyparse
 from spadework.errors import ArchiveError
 from spadework.figures import IterationMetrics
 from spadework.report.episodes import chosen_episodes, episode_heads, episodes_view
@@ -101,7 +102,7 @@ def hint_source(code: str, stored_hint: str | None) -> str:
     ('policy', 'none')
     """
     try:
-        tree = ast.parse(code)
+        tree = pyparse.parse(code)
     except (SyntaxError, ValueError):
         tree = None
     if tree is not None and any(isinstance(n, ast.FunctionDef) and n.name == "hint"

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import msgpack
 
+from spadework.env import pyparse
 from spadework.env.contract import find_env_class
 from spadework.errors import (
     ConfigError,
@@ -433,7 +434,7 @@ class Sandbox:
         except ContractError as e:
             name = e
         try:
-            blob = marshal.dumps(compile(code, "<env>", "exec", dont_inherit=True))
+            blob = marshal.dumps(pyparse.compile_code(code, "<env>"))
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
             raise EnvLoadError(f"the module does not compile: {type(e).__name__}: {e}") from e
         with self._hlock:
