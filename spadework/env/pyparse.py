@@ -14,7 +14,7 @@ Every parse of generated code goes through :func:`parse` and every compile throu
 :func:`compile_code`, which run with syntax warnings ignored. ``warnings.catch_warnings`` swaps
 the process's filter list and is not thread-safe, so the swap is done under one lock: two of our
 own threads cannot interleave and leave the filter installed for good. (A warning another thread
-raises during the few microseconds of a parse may be missed; nothing else changes.)
+raises while a parse runs may be missed; nothing else changes.)
 """
 
 from __future__ import annotations
@@ -22,13 +22,24 @@ from __future__ import annotations
 import ast
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import CodeType
 
 _LOCK = threading.Lock()
 _QUIET = (SyntaxWarning, DeprecationWarning)
 
 
-def parse(code: str, mode: str = "exec", filename: str = "<unknown>") -> ast.AST:
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """The parser's and compiler's warnings ignored, one thread at a time."""
+    with _LOCK, warnings.catch_warnings():
+        for category in _QUIET:
+            warnings.simplefilter("ignore", category)
+        yield
+
+
+def parse(code: str, mode: str = "exec") -> ast.AST:
     """``ast.parse`` without the parser's warnings: errors are raised as ``ast.parse`` raises them.
 
     >>> import warnings
@@ -37,15 +48,11 @@ def parse(code: str, mode: str = "exec", filename: str = "<unknown>") -> ast.AST
     ...     type(parse("pattern = '\\\\d+'")).__name__
     'Module'
     """
-    with _LOCK, warnings.catch_warnings():
-        for category in _QUIET:
-            warnings.simplefilter("ignore", category)
-        return ast.parse(code, filename=filename, mode=mode)
+    with _quiet():
+        return ast.parse(code, mode=mode)
 
 
 def compile_code(code: str, filename: str) -> CodeType:
     """``compile(code, filename, "exec", dont_inherit=True)`` without the compiler's warnings."""
-    with _LOCK, warnings.catch_warnings():
-        for category in _QUIET:
-            warnings.simplefilter("ignore", category)
+    with _quiet():
         return compile(code, filename, "exec", dont_inherit=True)

@@ -8,6 +8,7 @@ a designer's regex made its module unparsable on a machine with warnings as erro
 
 from __future__ import annotations
 
+import ast
 import threading
 import warnings
 
@@ -40,18 +41,8 @@ class DigitsEnv:
 '''
 
 
-def _as_errors():
-    """Warnings as errors, like ``python -W error`` or ``PYTHONWARNINGS=error``."""
-    guard = warnings.catch_warnings()
-    guard.__enter__()
-    warnings.simplefilter("error")
-    return guard
-
-
 def test_the_game_warns_when_parsed_plainly():
     """The premise: without the helper, warnings as errors turn the module into a SyntaxError."""
-    import ast
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
@@ -69,12 +60,10 @@ def test_parse_and_compile_ignore_syntax_warnings_and_record_none():
         pyparse.parse("f('\\d')", mode="eval")
         pyparse.compile_code(REGEX_GAME, "<env>")
     assert seen == []
-    guard = _as_errors()
-    try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # like python -W error or PYTHONWARNINGS=error
         assert pyparse.parse(REGEX_GAME).body
         assert pyparse.compile_code(REGEX_GAME, "<env>").co_filename == "<env>"
-    finally:
-        guard.__exit__(None, None, None)
 
 
 def test_syntax_errors_still_raise():
@@ -103,8 +92,8 @@ def test_the_filters_are_restored_even_from_many_threads():
 
 
 def test_extract_static_and_sandbox_accept_the_game_with_warnings_as_errors():
-    guard = _as_errors()
-    try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         reply = f"Here is the game.\n```python\n{REGEX_GAME}```\n"
         module = extract_env_module(reply)
         assert module.class_name == "DigitsEnv"
@@ -114,6 +103,4 @@ def test_extract_static_and_sandbox_accept_the_game_with_warnings_as_errors():
                 obs, _ = env.reset(seed=3)
                 answer = env.solution()
                 _, reward, terminated, _, _ = env.step(answer)
-        assert "Say" in obs and reward == 1.0 and terminated
-    finally:
-        guard.__exit__(None, None, None)
+    assert "Say" in obs and reward == 1.0 and terminated
