@@ -8,10 +8,15 @@ one process and the same conditions. Per mode it prints the wall time, the engin
 step), and how the engine's own time splits between steps that prefill prompts and steps that
 only decode (with the mean seconds of a decode step by how many rows it held); then the
 replies' lengths and wins. ``turns`` is one chat call per turn of all live episodes
-(``PlayConfig.continuous = false``); ``continuous`` is the stream.
+(``PlayConfig.continuous = false``); ``continuous`` is the stream; ``scattered`` is the stream
+with each decoding row left on the sequence it holds, as before the engine moved them onto
+consecutive ones (llama.cpp runs one forward pass per run of consecutive sequences).
+
+Measured 2026-12-06 (``--modes scattered,continuous``): see docs/engine.md, "Rows on
+consecutive sequences".
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/play.py
-       [--preset cpu-qwen] [--modes turns,continuous] [--weights bf16] [--seed 1]
+       [--preset cpu-qwen] [--modes turns,continuous,scattered] [--weights bf16] [--seed 1]
 """
 
 from __future__ import annotations
@@ -71,6 +76,11 @@ def one_mode(engine, sandbox, jobs, cfg, seed: int) -> dict:
     }
 
 
+#: ``turns``: one chat call per turn; ``continuous``: the stream; ``scattered``: the stream with
+#: its decoding rows left on the sequences they hold (not moved onto consecutive ones).
+MODES = ("turns", "continuous", "scattered")
+
+
 def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -95,10 +105,17 @@ def main() -> None:
     engine = load_policy("llamacpp", cfg.model, max_batch_size=cfg.policy_batch,
                          threads=cfg.engine_threads, weights=args.weights)
     result = {"benchmark": "play", "preset": args.preset, "model": cfg.model, "weights": args.weights,
+              "threads": engine.threads,
               "envs": [e.class_name for e in envs], "jobs": len(jobs), "modes": {}}
     with Sandbox(Limits()) as box:
         for mode in args.modes.split(","):
-            play_cfg = dataclasses.replace(cfg.play, continuous=mode == "continuous")
+            if mode not in MODES:
+                raise SystemExit(f"--modes: {mode!r} is not one of {', '.join(MODES)}")
+            play_cfg = dataclasses.replace(cfg.play, continuous=mode != "turns")
+            if mode == "scattered":  # rows stay on whichever sequences they hold
+                engine._cells.compact = lambda *a, **k: {}
+            else:
+                vars(engine._cells).pop("compact", None)
             result["modes"][mode] = one_mode(engine, box, jobs, play_cfg, args.seed)
             print(mode, result["modes"][mode], file=sys.stderr, flush=True)
     modes = list(result["modes"].values())

@@ -33,7 +33,7 @@ from spadework.policy import gguf_copy
 from spadework.policy.base import Completion, ConversationLike, SamplingParams, StreamRequest
 from spadework.policy.decode import chat_prompt_ids, checked_prompts, sample_tokens, token_logprobs
 from spadework.policy.llamacpp_cells import SequenceCells
-from spadework.policy.llamacpp_lib import Row, context_params, default_threads, llama
+from spadework.policy.llamacpp_lib import Row, by_sequence, context_params, default_threads, llama
 from spadework.seeding import derive_seed
 
 KV_TYPES = ("f32", "f16")
@@ -59,8 +59,10 @@ class LlamaCppPolicy:
     #: Its entry in the backend table (:mod:`spadework.policy.backends`).
     backend = "llamacpp"
     #: The counters of its work (attributes, cumulative): prompt tokens computed, served from
-    #: cached cells (of which copied from another sequence), decode steps, rows sampled.
-    COUNTERS = ("prefilled_tokens", "reused_tokens", "copied_tokens", "decode_steps", "sampled_rows")
+    #: cached cells (of which copied from another sequence), decode steps, rows sampled, rows
+    #: moved to another sequence so that a step's rows sit on consecutive ones.
+    COUNTERS = ("prefilled_tokens", "reused_tokens", "copied_tokens", "decode_steps",
+                "sampled_rows", "moved_sequences")
 
     def __init__(
         self, gguf: str | Path, tokenizer: Any, *, max_batch_size: int = 16,
@@ -101,6 +103,7 @@ class LlamaCppPolicy:
         self.prefilled_tokens = 0  # prompt tokens computed (the rest of each prompt)
         self.decode_steps = 0  # llama_decode calls
         self.sampled_rows = 0  # rows that got a token, summed over steps (/ steps: occupancy)
+        self.moved_sequences = 0  # decoding rows moved onto consecutive sequences
         self._adapter: Any = None
         self._adapter_off = False  # inside base_weights(): sample without the adapter
         vocab = self._ll.llama_model_get_vocab(self._model)
@@ -370,7 +373,10 @@ class LlamaCppPolicy:
         if not sized:
             cells = max(cells, 2 * have_cells) if cells > have_cells else have_cells
         cells = min(-(-cells // 256) * 256, self._context)
-        p = context_params(ll, n_seq, cells, self.threads, self.kv_type, self.flash_attn)
+        # one more stream than sequences where rows can be scattered: the scratch stream that
+        # SequenceCells.compact swaps cached cells through (id n_seq, never claimed)
+        p = context_params(ll, n_seq + (n_seq > 2), cells, self.threads, self.kv_type,
+                           self.flash_attn)
         ctx = ll.llama_init_from_model(self._model, p)
         if not ctx:
             raise PolicyError(f"llama.cpp could not create a context of {n_seq} x {cells} cells "
@@ -414,6 +420,13 @@ class LlamaCppPolicy:
                     batch = ll.llama_batch_init(self._ctx_shape[0] * self._ctx_shape[1], 0, 1)
                     for r in active:
                         r.seq = -1
+                if len(active) > 1:  # their sequences onto consecutive ids: one pass for all
+                    moves = self._cells.compact(ll.llama_get_memory(self._ctx),
+                                                [r.seq for r in active if r.seq >= 0], free,
+                                                self._ctx_shape[0], self._ctx_shape[0])
+                    for r in active:
+                        r.seq = moves.get(r.seq, r.seq)
+                    self.moved_sequences += len(moves)
                 entries: list[tuple[int, int, int, bool]] = []  # token, pos, seq, wants logits
                 outs: list[Row] = []  # rows that get a token this step
                 at: list[int] = []  # the batch index of each one's logits
@@ -465,6 +478,7 @@ class LlamaCppPolicy:
                     outs.append(r)
                     fed.append(len(r.prompt) - reused)
                 waiting.extendleft(reversed(deferred))
+                entries, at = by_sequence(entries, at)
                 start = time.perf_counter()
                 self._submit(batch, entries)
                 self.decode_steps += 1

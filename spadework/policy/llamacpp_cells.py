@@ -71,6 +71,53 @@ class SequenceCells:
         pending[best] = len(prompt) if copy else len(prompt) - reused
         return best, reused, copied if copy else 0
 
+    def compact(self, mem: Any, busy: Sequence[int], free: list[int], n_seq: int,
+                scratch: int) -> dict[int, int]:
+        """Move the sequences in ``busy`` (those of the rows decoding this step) onto
+        consecutive ids, and return the moves (old id -> new id).
+
+        Why: with a KV stream per sequence, llama.cpp runs a batch as one forward pass per run
+        of consecutive ids, each reading every weight, so a decode step over rows on sequences
+        2, 5 and 9 costs three lone rows' steps (docs/engine.md). A move copies the row's whole
+        stream (``llama_memory_seq_cp``; the copies run in order when the next decode starts),
+        a few MB against a forward pass. The window of ``len(busy)`` ids that holds most of them
+        already is kept (of those, the one with the fewest cached cells to swap, then the
+        lowest); each row outside it moves into a free id inside it.
+        A free id whose cells a waiting conversation may reuse swaps them with the mover through
+        ``scratch`` (a stream no row ever claims), so no cached prefix is lost. ``free`` is
+        updated in place (the mover's old id takes the target's place); ``n_seq``: the ids in
+        use, ``busy`` and ``free`` together."""
+        k = len(busy)
+        if k < 2 or max(busy) - min(busy) + 1 == k:
+            return {}
+        on = [0] * n_seq
+        for q in busy:
+            on[q] = 1
+
+        def cost(w: int) -> tuple[int, int]:  # rows to move, of their targets those to swap
+            out = [q for q in range(w, w + k) if not on[q]]
+            return len(out), sum(1 for q in out if self.kv.get(q))
+
+        start = min(range(n_seq - k + 1), key=cost)
+        targets = [q for q in range(start, start + k) if not on[q] and q in free]
+        movers = sorted(q for q in busy if not start <= q < start + k)
+        ll, moves = self._ll, {}
+        for a, t in zip(movers, targets):
+            if self.kv.get(t):
+                ll.llama_memory_seq_cp(mem, t, scratch, -1, -1)
+                ll.llama_memory_seq_cp(mem, a, t, -1, -1)
+                ll.llama_memory_seq_cp(mem, scratch, a, -1, -1)
+                ll.llama_memory_seq_rm(mem, scratch, -1, -1)
+                self.kv[a], self.kv[t] = self.kv[t], self.kv[a]
+                self.owner[a], self.owner[t] = self.owner.get(t), self.owner.get(a)
+            else:
+                ll.llama_memory_seq_cp(mem, a, t, -1, -1)
+                self.kv[t], self.owner[t] = list(self.kv.get(a, ())), self.owner.get(a)
+                self.owner[a] = None  # a keeps a copy of the cells, for no conversation
+            free[free.index(t)] = a
+            moves[a] = t
+        return moves
+
     def defer(self, prompt: Sequence[int], pending: dict[int, int],
               prefilling: list[Sequence[int]]) -> bool:
         """Whether ``prompt`` should wait one step: a prompt prefilled in the step being built

@@ -61,6 +61,29 @@ def context_params(ll: Any, n_seq: int, cells: int, threads: int, kv_type: str,
     return p
 
 
+def by_sequence(entries: list[tuple[int, int, int, bool]], at: list[int]
+                ) -> tuple[list[tuple[int, int, int, bool]], list[int]]:
+    """``entries`` (token, position, sequence, wants logits) ordered by sequence, each
+    sequence's tokens in their order, and ``at`` (batch indices whose logits are read) mapped to
+    the new order.
+
+    Why: with one KV stream per sequence (``kv_unified = False``) llama.cpp splits a batch into
+    micro-batches of sequences with consecutive ids in batch order, so a decode step whose rows
+    sit on sequences 5, 2, 9 and 3 ran as four forward passes, each reading every weight for
+    one token. Ordered, sequences 2 and 3 share one. A play stage's decode step cost about the
+    same per row as a lone row's step before (``benchmarks/play.py``, docs/engine.md).
+
+    >>> by_sequence([(7, 0, 5, True), (8, 0, 2, False), (9, 1, 2, True), (4, 3, 3, True)],
+    ...             [0, 2, 3])
+    ([(8, 0, 2, False), (9, 1, 2, True), (4, 3, 3, True), (7, 0, 5, True)], [3, 1, 2])
+    """
+    order = sorted(range(len(entries)), key=lambda k: entries[k][2])
+    where = [0] * len(entries)
+    for new, old in enumerate(order):
+        where[old] = new
+    return [entries[k] for k in order], [where[i] for i in at]
+
+
 @dataclass(eq=False)
 class Row:
     """One reply being decoded (local to

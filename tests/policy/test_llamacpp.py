@@ -222,6 +222,45 @@ def test_a_stream_keeps_the_batch_full_across_turns(engine):
         [(q.key, getattr(c, "output_ids", None)) for q, c in log]
 
 
+def test_rows_left_on_scattered_sequences_move_together_and_decode_what_they_would(
+        engine, monkeypatch):
+    """Eight conversations, of which the odd ones take a second turn: those turns reuse their
+    own sequences, left scattered (llama.cpp would run each as its own forward pass), so the
+    engine moves them onto consecutive ones, swapping the finished conversations' cached cells
+    out of the way. Nothing cached is lost (the same prompt tokens reused as without the moves),
+    and every row decodes what it decodes without them (greedy, up to float rounding)."""
+    from spadework.policy.base import StreamRequest
+
+    params = SamplingParams(temperature=0.0, max_tokens=6)
+    first = [StreamRequest(i, [100 + (11 * i + 17 * k) % 5000 for k in range(50)], i)
+             for i in range(8)]
+
+    def run():
+        log = []
+
+        def on_done(q, res):
+            log.append((q, res.output_ids))
+            if q.key % 2 and len(q.prompt_ids) == 50:
+                return [StreamRequest(q.key, q.prompt_ids + res.output_ids + (300,) * 4, q.seed)]
+            return []
+        engine.release()
+        before = engine.reused_tokens, engine.moved_sequences
+        engine.stream(first, params, on_done)
+        return log, engine.reused_tokens - before[0], engine.moved_sequences - before[1]
+
+    log, reused, moved = run()
+    monkeypatch.setattr(engine._cells, "compact", lambda *a, **k: {})
+    still, reused_still, _ = run()
+    assert moved > 0
+    assert reused == reused_still == sum(len(q.prompt_ids) - 5 for q, _ in log
+                                          if len(q.prompt_ids) > 50)
+    outs = dict(((q.key, len(q.prompt_ids)), o) for q, o in log)
+    outs_still = dict(((q.key, len(q.prompt_ids)), o) for q, o in still)
+    assert outs.keys() == outs_still.keys()
+    same = sum(1 for k in outs if outs[k] == outs_still[k])
+    assert same >= len(outs) - 1
+
+
 def test_a_stream_that_declares_its_size_gets_that_size_not_an_earlier_stages(engine):
     """A play stage declares the longest conversation it holds (``cells``); once released, the
     next stream's KV cache is sized for what it declares (rounded up to 256 cells), not kept at,
