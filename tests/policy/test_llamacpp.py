@@ -227,8 +227,9 @@ def test_rows_left_on_scattered_sequences_move_together_and_decode_what_they_wou
     """Eight conversations, of which the odd ones take a second turn: those turns reuse their
     own sequences, left scattered (llama.cpp would run each as its own forward pass), so the
     engine moves them onto consecutive ones, swapping the finished conversations' cached cells
-    out of the way. Nothing cached is lost (the same prompt tokens reused as without the moves),
-    and every row decodes what it decodes without them (greedy, up to float rounding)."""
+    out of the way. The stream repeats itself exactly from a released cache, nothing cached is
+    lost (the same prompt tokens reused as without the moves), and every row decodes what it
+    decodes without them (greedy, up to float rounding)."""
     from spadework.policy.base import StreamRequest
 
     params = SamplingParams(temperature=0.0, max_tokens=6)
@@ -249,6 +250,7 @@ def test_rows_left_on_scattered_sequences_move_together_and_decode_what_they_wou
         return log, engine.reused_tokens - before[0], engine.moved_sequences - before[1]
 
     log, reused, moved = run()
+    assert run() == (log, reused, moved)  # from a released cache, the moves repeat exactly
     monkeypatch.setattr(engine._cells, "compact", lambda *a, **k: {})
     still, reused_still, _ = run()
     assert moved > 0
