@@ -17,6 +17,7 @@ consecutive sequences".
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/play.py
        [--preset cpu-qwen] [--modes turns,continuous,scattered] [--weights bf16] [--seed 1]
+       [--threads N]
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def main() -> None:
     ap.add_argument("--modes", default="turns,continuous")
     ap.add_argument("--weights", default="bf16")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="engine threads (default: the preset's; \"auto\" is half the cores)")
     args = ap.parse_args()
 
     import torch
@@ -103,7 +106,7 @@ def main() -> None:
     envs = starter_envs("games")[:4]
     jobs = [j for e in envs for j in regret_jobs(e, run_seed=0, plays=cfg.plays, level=1)]
     engine = load_policy("llamacpp", cfg.model, max_batch_size=cfg.policy_batch,
-                         threads=cfg.engine_threads, weights=args.weights)
+                         threads=args.threads or cfg.engine_threads, weights=args.weights)
     result = {"benchmark": "play", "preset": args.preset, "model": cfg.model, "weights": args.weights,
               "threads": engine.threads,
               "envs": [e.class_name for e in envs], "jobs": len(jobs), "modes": {}}
