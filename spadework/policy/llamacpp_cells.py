@@ -79,14 +79,14 @@ class SequenceCells:
         Why: with a KV stream per sequence, llama.cpp runs a batch as one forward pass per run
         of consecutive ids, each reading every weight, so a decode step over rows on sequences
         2, 5 and 9 costs three lone rows' steps (docs/engine.md). A move copies the row's whole
-        stream (``llama_memory_seq_cp``; the copies run in order when the next decode starts),
-        a few MB against a forward pass. The window of ``len(busy)`` ids that holds most of them
-        already is kept (of those, the one with the fewest cached cells to swap, then the
-        lowest); each row outside it moves into a free id inside it.
-        A free id whose cells a waiting conversation may reuse swaps them with the mover through
-        ``scratch`` (a stream no row ever claims), so no cached prefix is lost. ``free`` is
-        updated in place (the mover's old id takes the target's place); ``n_seq``: the ids in
-        use, ``busy`` and ``free`` together."""
+        stream (``llama_memory_seq_cp``; the copies run in order when the next decode starts):
+        about 20 MB for the 0.5B agent's 1,792 cells, against 1 GB of weights a forward pass
+        reads. The window of ``len(busy)`` ids that holds most of them already is kept (of
+        those, the one with the fewest cached cells to swap, then the lowest); each row outside
+        it moves into a free id inside it. A free id whose cells a waiting conversation may
+        reuse swaps them with the mover through ``scratch`` (a stream no row ever claims), so no
+        cached prefix is lost. ``free`` is updated in place (the mover's old id takes the
+        target's place); ``n_seq``: the ids in use, ``busy`` and ``free`` together."""
         k = len(busy)
         if k < 2 or max(busy) - min(busy) + 1 == k:
             return {}
