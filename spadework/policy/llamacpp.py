@@ -70,8 +70,11 @@ class LlamaCppPolicy:
         flash_attn: bool = True, eos_token_ids: Sequence[int] = (), hf_dir: str | Path | None = None,
         extra_buffers: bool | None = None,
     ) -> None:
-        if max_batch_size < 1:
-            raise ConfigError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        self._ll = llama()
+        most = int(self._ll.llama_max_parallel_sequences())
+        if not 1 <= max_batch_size <= most:
+            raise ConfigError(f"max_batch_size must be between 1 and {most} (the sequences "
+                              f"llama.cpp runs in parallel), got {max_batch_size}")
         if kv_type not in KV_TYPES:
             raise ConfigError(f"kv_type must be one of {KV_TYPES}, got {kv_type!r}")
         if threads is not None and threads < 1:
@@ -86,7 +89,6 @@ class LlamaCppPolicy:
         self.kv_type = kv_type
         self.flash_attn = flash_attn
         self._lock = threading.Lock()
-        self._ll = llama()
         mparams = self._ll.llama_model_default_params()
         if extra_buffers is None:
             extra_buffers = gguf_copy.extra_buffers(self.gguf)
@@ -97,6 +99,7 @@ class LlamaCppPolicy:
                               "architecture this llama.cpp build does not know)")
         self._ctx: Any = None
         self._ctx_shape = (0, 0)  # (sequences, cells per sequence) of the live context
+        self._scratch: int | None = None  # its scratch stream (SequenceCells.compact), if any
         self._cells = SequenceCells(self._ll)  # what each sequence's KV cells hold
         self.reused_tokens = 0  # prompt tokens served from cached prefixes, not recomputed
         self.copied_tokens = 0  # of those, the ones copied from another sequence's cells
@@ -373,15 +376,18 @@ class LlamaCppPolicy:
         if not sized:
             cells = max(cells, 2 * have_cells) if cells > have_cells else have_cells
         cells = min(-(-cells // 256) * 256, self._context)
-        # one more stream than sequences where rows can be scattered: the scratch stream that
-        # SequenceCells.compact swaps cached cells through (id n_seq, never claimed)
-        p = context_params(ll, n_seq + (n_seq > 2), cells, self.threads, self.kv_type,
+        # one more stream than sequences where rows can be scattered, if llama.cpp allows it:
+        # the scratch stream that SequenceCells.compact swaps cached cells through (id n_seq,
+        # never claimed)
+        scratch = 2 < n_seq < ll.llama_max_parallel_sequences()
+        p = context_params(ll, n_seq + scratch, cells, self.threads, self.kv_type,
                            self.flash_attn)
         ctx = ll.llama_init_from_model(self._model, p)
         if not ctx:
             raise PolicyError(f"llama.cpp could not create a context of {n_seq} x {cells} cells "
                               "(out of memory? lower max_batch_size or context_length)")
         self._ctx, self._ctx_shape = ctx, (n_seq, cells)
+        self._scratch = n_seq if scratch else None
         self._apply_adapter()  # (and _forget: the new context holds nothing)
 
     def _completion(self, row: Row, params: SamplingParams) -> Completion:
@@ -423,7 +429,7 @@ class LlamaCppPolicy:
                 if len(active) > 1:  # their sequences onto consecutive ids: one pass for all
                     moves = self._cells.compact(ll.llama_get_memory(self._ctx),
                                                 [r.seq for r in active if r.seq >= 0], free,
-                                                self._ctx_shape[0], self._ctx_shape[0])
+                                                self._ctx_shape[0], self._scratch)
                     for r in active:
                         r.seq = moves.get(r.seq, r.seq)
                     self.moved_sequences += len(moves)

@@ -72,7 +72,7 @@ class SequenceCells:
         return best, reused, copied if copy else 0
 
     def compact(self, mem: Any, busy: Sequence[int], free: list[int], n_seq: int,
-                scratch: int) -> dict[int, int]:
+                scratch: int | None) -> dict[int, int]:
         """Move the sequences in ``busy`` (those of the rows decoding this step) onto
         consecutive ids, and return the moves (old id -> new id).
 
@@ -85,8 +85,10 @@ class SequenceCells:
         those, the one with the fewest cached cells to swap, then the lowest); each row outside
         it moves into a free id inside it. A free id whose cells a waiting conversation may
         reuse swaps them with the mover through ``scratch`` (a stream no row ever claims), so no
-        cached prefix is lost. ``free`` is updated in place (the mover's old id takes the
-        target's place); ``n_seq``: the ids in use, ``busy`` and ``free`` together."""
+        cached prefix is lost (with no scratch stream, ``None``, such ids are left as they are
+        and the rows that would have gone there stay). ``free`` is updated in place (the
+        mover's old id takes the target's place); ``n_seq``: the ids in use, ``busy`` and
+        ``free`` together."""
         k = len(busy)
         if k < 2 or max(busy) - min(busy) + 1 == k:
             return {}
@@ -99,7 +101,8 @@ class SequenceCells:
             return len(out), sum(1 for q in out if self.kv.get(q))
 
         start = min(range(n_seq - k + 1), key=cost)
-        targets = [q for q in range(start, start + k) if not on[q] and q in free]
+        targets = [q for q in range(start, start + k) if not on[q] and q in free
+                   and (scratch is not None or not self.kv.get(q))]
         movers = sorted(q for q in busy if not start <= q < start + k)
         ll, moves = self._ll, {}
         for a, t in zip(movers, targets):

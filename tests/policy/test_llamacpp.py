@@ -380,6 +380,8 @@ def test_bad_inputs_are_clear_errors(engine, default_model_dir, tmp_path):
         engine.generate_ids([[10**7]], SamplingParams(max_tokens=4))
     with pytest.raises(ConfigError, match="kv_type"):
         LlamaCppPolicy(tmp_path / "x.gguf", engine.tokenizer, kv_type="q4")
+    with pytest.raises(ConfigError, match="between 1 and 256"):  # llama.cpp's sequences
+        LlamaCppPolicy(tmp_path / "x.gguf", engine.tokenizer, max_batch_size=257)
     with pytest.raises(PolicyError, match="no GGUF file"):
         LlamaCppPolicy(tmp_path / "x.gguf", engine.tokenizer)
     (tmp_path / "junk.gguf").write_bytes(b"not a model")

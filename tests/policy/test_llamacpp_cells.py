@@ -66,6 +66,14 @@ def test_a_free_sequence_with_nothing_cached_takes_a_row_by_one_copy():
     assert free == [5, 2, 3, 4]
 
 
+def test_without_a_scratch_stream_no_cached_prefix_is_swapped_out():
+    held = {1: [1], 2: [2], 6: [6], 0: [0, 0], 3: [3, 3]}
+    cells, ll = _cells(held, {1: "a", 2: "b", 6: "c", 0: "w0", 3: "w3"})
+    free = [0, 3, 4, 5]
+    assert cells.compact(None, [1, 2, 6], free, n_seq=7, scratch=None) == {}
+    assert ll.calls == [] and free == [0, 3, 4, 5]
+
+
 def test_rows_already_consecutive_or_alone_do_not_move():
     cells, ll = _cells({2: [1], 3: [2], 4: [3]}, {})
     assert cells.compact(None, [4, 2, 3], [0, 1, 5], n_seq=6, scratch=6) == {}
