@@ -17,7 +17,7 @@ consecutive sequences".
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/play.py
        [--preset cpu-qwen] [--modes turns,continuous,scattered] [--weights bf16] [--seed 1]
-       [--threads N]
+       [--threads N] [--flash-attn on|off|on,off]
 """
 
 from __future__ import annotations
@@ -91,7 +91,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=None,
                     help="engine threads (default: the preset's; \"auto\" is half the cores)")
+    ap.add_argument("--flash-attn", default="on",
+                    help="on, off or on,off: attention as flash attention or not; with both, "
+                         "every mode runs under each and is reported as MODE/off")
     args = ap.parse_args()
+    settings = args.flash_attn.split(",")
+    if not settings or any(f not in ("on", "off") for f in settings):
+        raise SystemExit(f"--flash-attn: each setting is on or off, got {args.flash_attn!r}")
 
     import torch
 
@@ -108,22 +114,26 @@ def main() -> None:
     engine = load_policy("llamacpp", cfg.model, max_batch_size=cfg.policy_batch,
                          threads=args.threads or cfg.engine_threads, weights=args.weights)
     result = {"benchmark": "play", "preset": args.preset, "model": cfg.model, "weights": args.weights,
-              "threads": engine.threads,
+              "threads": engine.threads, "flash_attn": args.flash_attn,
               "envs": [e.class_name for e in envs], "jobs": len(jobs), "modes": {}}
     with Sandbox(Limits()) as box:
-        for mode in args.modes.split(","):
-            if mode not in MODES:
-                raise SystemExit(f"--modes: {mode!r} is not one of {', '.join(MODES)}")
-            play_cfg = dataclasses.replace(cfg.play, continuous=mode != "turns")
-            if mode == "scattered":  # rows stay on whichever sequences they hold
-                engine._cells.compact = lambda *a, **k: {}
-            else:
-                vars(engine._cells).pop("compact", None)
-            result["modes"][mode] = one_mode(engine, box, jobs, play_cfg, args.seed)
-            print(mode, result["modes"][mode], file=sys.stderr, flush=True)
-    modes = list(result["modes"].values())
-    for m in modes[1:]:
-        m["speedup_vs_" + args.modes.split(",")[0]] = round(modes[0]["wall_s"] / m["wall_s"], 2)
+        for setting in settings:
+            engine.flash_attn = setting == "on"  # read when one_mode's release() remakes it
+            for mode in args.modes.split(","):
+                if mode not in MODES:
+                    raise SystemExit(f"--modes: {mode!r} is not one of {', '.join(MODES)}")
+                play_cfg = dataclasses.replace(cfg.play, continuous=mode != "turns")
+                if mode == "scattered":  # rows stay on whichever sequences they hold
+                    engine._cells.compact = lambda *a, **k: {}
+                else:
+                    vars(engine._cells).pop("compact", None)
+                name = mode if len(settings) == 1 else f"{mode}/{setting}"
+                result["modes"][name] = one_mode(engine, box, jobs, play_cfg, args.seed)
+                print(name, result["modes"][name], file=sys.stderr, flush=True)
+    names = list(result["modes"])
+    for name in names[1:]:
+        result["modes"][name]["speedup_vs_" + names[0]] = round(
+            result["modes"][names[0]]["wall_s"] / result["modes"][name]["wall_s"], 2)
     print(json.dumps(result, indent=1))
 
 

@@ -29,6 +29,7 @@ main job's design stage): 6,424 of 10,925 prompt tokens computed in 81.8 s, agai
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/prefill.py
        [--model qwen2.5-coder-0.5b-instruct] [--weights bf16] [--threads 2]
        [--lengths 8,50,120,230] [--rows 1,4,16,40] [--design N [--examples 3]]
+       [--flash-attn on|off|on,off]
 (``--lengths`` are facts per prompt, about 17 tokens each; ``--rows`` use about 180 tokens each.)
 """
 
@@ -100,7 +101,13 @@ def main() -> None:
     ap.add_argument("--design", type=int, default=0,
                     help="prefill N design prompts, shared and unshared (see the docstring)")
     ap.add_argument("--examples", type=int, default=3, help="example modules per design prompt")
+    ap.add_argument("--flash-attn", default="on",
+                    help="on, off or on,off: attention as flash attention or not (the second is "
+                         "measured in the same run and reported under flash_attn_off)")
     args = ap.parse_args()
+    settings = args.flash_attn.split(",")
+    if not settings or any(f not in ("on", "off") for f in settings):
+        raise SystemExit(f"--flash-attn: each setting is on or off, got {args.flash_attn!r}")
     from spadework.policy.llamacpp_load import load_llamacpp_policy
 
     if args.design:
@@ -118,13 +125,23 @@ def main() -> None:
     rows = [int(x) for x in args.rows.split(",") if x]
     policy = load_llamacpp_policy(args.model, max_batch_size=max(rows + [1]), threads=args.threads,
                                   weights=args.weights)
-    by_length = [_cell(policy, [_prompt(0, int(f))]) for f in args.lengths.split(",") if f]
-    for cell in by_length:
-        cell["ratio_vs_shortest"] = round(cell["tokens_per_s"] / by_length[0]["tokens_per_s"], 3)
-    by_rows = [_cell(policy, [_prompt(r, 10) for r in range(n)]) for n in rows]
-    print(json.dumps({"benchmark": "prefill", "model": args.model, "weights": args.weights,
-                      "threads": args.threads, "by_length": by_length, "by_rows": by_rows},
-                     indent=1))
+    result = {"benchmark": "prefill", "model": args.model, "weights": args.weights,
+              "threads": args.threads}
+    for setting in settings:
+        policy.flash_attn = setting == "on"  # read when the next context is made (_cell frees it)
+        by_length = [_cell(policy, [_prompt(0, int(f))]) for f in args.lengths.split(",") if f]
+        for cell in by_length:
+            cell["ratio_vs_shortest"] = round(cell["tokens_per_s"] / by_length[0]["tokens_per_s"],
+                                              3)
+        by_rows = [_cell(policy, [_prompt(r, 10) for r in range(n)]) for n in rows]
+        cells = {"flash_attn": setting, "by_length": by_length, "by_rows": by_rows}
+        if setting == settings[0]:
+            result.update(cells)
+        else:
+            result["flash_attn_" + setting] = cells
+            for a, b in zip(result["by_length"], by_length):
+                b["ratio_vs_" + settings[0]] = round(a["seconds"] / b["seconds"], 3)
+    print(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
