@@ -88,7 +88,8 @@ def load_roles(cfg: RunConfig, policy_factory: Callable[[], Policy] | None = Non
             return policy_load.load_endpoint(cfg.role_model(role))
         return policy_load.load_policy(cfg.backend, cfg.role_model(role),
                                        max_batch_size=cfg.policy_batch, threads=cfg.engine_threads,
-                                       weights=cfg.engine_weights(role))
+                                       weights=cfg.engine_weights(role),
+                                       flash_attn=role in cfg.flash_attn)
 
     def trained(policy: Policy) -> tuple[Learner, Any]:
         learner = Learner(policy_load.learner_policy(policy), cfg.learner)

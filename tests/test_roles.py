@@ -136,6 +136,32 @@ def test_only_a_frozen_role_of_its_own_samples_from_the_quantised_file(monkeypat
         override(base, {"frozen_weights": "q2"})
 
 
+def test_each_role_s_engine_uses_flash_attention_as_the_run_says(monkeypatch):
+    """``flash_attn`` lists the roles whose engine computes attention as flash attention (the
+    mechanism preset's agent runs without it, its designer with it); a shared model's one
+    engine follows the agent's entry; anything but a list of roles is refused."""
+    import spadework.policy.load as load
+    from spadework.commands import load_roles
+
+    asked = []
+    monkeypatch.setattr(load, "load_policy",
+                        lambda backend, model, **kw: asked.append((model, kw["flash_attn"]))
+                        or model)
+    base = override(preset("cpu"), {"train": False})
+    assert base.flash_attn == ("agent", "designer")
+    split = {"designer_model": "qwen2.5-coder-1.5b-instruct", "frozen": ["designer"]}
+    load_roles(base)
+    load_roles(override(base, {**split, "flash_attn": ["designer"]}))
+    load_roles(override(base, {"flash_attn": ["designer"]}))
+    assert asked == [(None, True), (None, False), ("qwen2.5-coder-1.5b-instruct", True),
+                     (None, False)]
+    assert preset("cpu-qwen").flash_attn == ("designer",)
+    with pytest.raises(ConfigError, match="flash_attn lists roles"):
+        override(base, {"flash_attn": ["critic"]})
+    with pytest.raises(ConfigError, match="flash_attn must be a list"):
+        override(base, {"flash_attn": "designer"})
+
+
 def test_role_settings_are_checked_with_what_to_do():
     base = preset("cpu")
     assert base.shared and base.trained_roles == ("agent", "designer")

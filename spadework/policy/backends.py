@@ -30,7 +30,7 @@ from spadework.settings.run import BACKENDS
 class LoadOptions:
     """What a command may ask of a backend when it loads a model; a backend reads the fields
     it has a use for. ``device``: cpu or cuda[:N] (a CPU-only backend refuses another);
-    ``threads``, ``kv_type``, ``weights``: the llama.cpp engine's (see
+    ``threads``, ``kv_type``, ``weights``, ``flash_attn``: the llama.cpp engine's (see
     :func:`~spadework.policy.llamacpp_load.load_llamacpp_policy`)."""
 
     max_batch_size: int = 16
@@ -40,6 +40,7 @@ class LoadOptions:
     kv_type: str = "f16"
     weights: str = "bf16"
     cache_dir: Path | None = None
+    flash_attn: bool = True
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,8 @@ def _checkpoint_hf(policy: Any, ckpt: Path) -> None:
 def _load_llamacpp(model: str | Path | None, o: LoadOptions) -> Any:
     return load_llamacpp_policy(model, max_batch_size=o.max_batch_size,
                                 context_length=o.context_length, threads=o.threads,
-                                kv_type=o.kv_type, weights=o.weights, cache_dir=o.cache_dir)
+                                kv_type=o.kv_type, weights=o.weights, cache_dir=o.cache_dir,
+                                flash_attn=o.flash_attn)
 
 
 def _sync_llamacpp(policy: Any, learner: Any) -> Any:

@@ -30,7 +30,9 @@ def load_llamacpp_policy(
     small batches faster but prefills 1.8x slower, and drifts about 3x further from the
     learner, ``benchmarks/drift.py``); ``"gguf"`` samples from the quantised file itself. A
     quantised file is loaded without llama.cpp's extra buffer types where this machine runs it
-    only so (:func:`spadework.policy.gguf_copy.check_runs`).
+    only so (:func:`spadework.policy.gguf_copy.check_runs`). ``flash_attn``: attention as
+    flash attention (default) or as matrix products (``RunConfig.flash_attn``, which is faster
+    depends on the model and the work: docs/engine.md).
     """
     from transformers import AutoTokenizer, GenerationConfig
 

@@ -33,17 +33,19 @@ def load_policy(
     backend: str = DEFAULT_BACKEND, model: str | Path | None = None, *, max_batch_size: int = 16,
     context_length: int | None = None, device: str = "cpu", threads: int | None = None,
     kv_type: str = "f16", weights: str = "bf16", cache_dir: Path | None = None,
+    flash_attn: bool = True,
 ) -> Any:
     """A ``Policy`` of ``backend`` (a name in :mod:`spadework.policy.backends`' table) for
     ``model`` (registry name, folder; ``None``: the default).
 
-    ``device`` is for ``hf`` (``llamacpp`` runs on the CPU); ``threads``, ``kv_type`` and
-    ``weights`` are for ``llamacpp`` (see ``load_llamacpp_policy``). Raises ``ConfigError`` for
-    an unknown backend, ``PolicyError`` when the model cannot be loaded.
+    ``device`` is for ``hf`` (``llamacpp`` runs on the CPU); ``threads``, ``kv_type``,
+    ``weights`` and ``flash_attn`` are for ``llamacpp`` (see ``load_llamacpp_policy``). Raises
+    ``ConfigError`` for an unknown backend, ``PolicyError`` when the model cannot be loaded.
     """
     return backends.load(backend, model, backends.LoadOptions(
         max_batch_size=max_batch_size, context_length=context_length, device=device,
-        threads=threads, kv_type=kv_type, weights=weights, cache_dir=cache_dir))
+        threads=threads, kv_type=kv_type, weights=weights, cache_dir=cache_dir,
+        flash_attn=flash_attn))
 
 
 def learner_policy(policy: Any, *, device: str = "cpu") -> Any:

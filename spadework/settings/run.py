@@ -76,6 +76,13 @@ class RunConfig:
     from. Measured for the 1.5B designer at batch 2 on two threads: 28.5 tokens/s from the
     Q4_1 file against 20.7 from the BF16 copy, 2.1 GiB resident against 3.8, prefill 118 against
     141 tokens/s (``benchmarks/generation.py``; docs/engine.md).
+    ``flash_attn``: the roles whose llamacpp engine computes attention as flash attention (the
+    others multiply keys and queries as matrices); a shared model's one engine follows
+    ``"agent"``. Which is faster depends on the model and the work: on two threads the 0.5B's
+    BF16 copy played 40 episodes 1.11-1.15x faster without it and decoded four rows at about
+    3,000 tokens of context 1.9x faster, while the 1.5B's Q4_1 file decoded as fast either way
+    and prefilled four design prompts 1.2x slower without it (``benchmarks/play.py
+    --flash-attn on,off``; docs/engine.md, "Attention without flash attention").
 
     Roles. ``model`` plays both roles by default, one shared model trained on both roles'
     samples (the paper's setting). ``designer_model`` / ``agent_model`` give a role its own
@@ -100,6 +107,7 @@ class RunConfig:
     backend: str = DEFAULT_BACKEND
     threads: int | str | None = None
     frozen_weights: str = "gguf"
+    flash_attn: tuple[str, ...] = ROLES
     designer_model: str | None = None
     agent_model: str | None = None
     frozen: tuple[str, ...] = ()
@@ -126,6 +134,9 @@ class RunConfig:
         if self.frozen_weights not in WEIGHTS:
             raise ConfigError(f"RunConfig.frozen_weights must be one of {', '.join(WEIGHTS)}, got "
                               f"{self.frozen_weights!r}")
+        if isinstance(self.flash_attn, str) or any(r not in ROLES for r in self.flash_attn):
+            raise ConfigError(f"RunConfig.flash_attn lists roles ({', '.join(ROLES)}) whose engine "
+                              f"uses flash attention, e.g. [\"designer\"]; got {self.flash_attn!r}")
         unknown = [r for r in self.frozen if r not in ROLES]
         if unknown or len(set(self.frozen)) != len(self.frozen):
             raise ConfigError(f"RunConfig.frozen lists roles ({', '.join(ROLES)}), each once; got "

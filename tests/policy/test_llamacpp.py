@@ -38,6 +38,19 @@ def engine(default_model_dir):
         yield policy
 
 
+@pytest.fixture(scope="module")
+def engine_no_flash(default_model_dir):
+    """The engine with attention as matrix products, not flash attention (the mechanism
+    preset's agent: ``RunConfig.flash_attn``); its value cache is laid out transposed."""
+    from spadework.policy.llamacpp_load import load_llamacpp_policy
+
+    with load_llamacpp_policy(max_batch_size=8, threads=1, flash_attn=False) as policy:
+        yield policy
+
+
+BOTH_ATTENTIONS = pytest.mark.parametrize("which", ["engine", "engine_no_flash"])
+
+
 def test_is_a_policy_with_the_models_window(engine):
     assert isinstance(engine, Policy)
     assert engine.context_length == 8192
@@ -222,8 +235,9 @@ def test_a_stream_keeps_the_batch_full_across_turns(engine):
         [(q.key, getattr(c, "output_ids", None)) for q, c in log]
 
 
+@BOTH_ATTENTIONS
 def test_rows_left_on_scattered_sequences_move_together_and_decode_what_they_would(
-        engine, monkeypatch):
+        which, request, monkeypatch):
     """Eight conversations, of which the odd ones take a second turn: those turns reuse their
     own sequences, left scattered (llama.cpp would run each as its own forward pass), so the
     engine moves them onto consecutive ones, swapping the finished conversations' cached cells
@@ -232,6 +246,7 @@ def test_rows_left_on_scattered_sequences_move_together_and_decode_what_they_wou
     decodes without them (greedy, up to float rounding)."""
     from spadework.policy.base import StreamRequest
 
+    engine = request.getfixturevalue(which)
     params = SamplingParams(temperature=0.0, max_tokens=6)
     first = [StreamRequest(i, [100 + (11 * i + 17 * k) % 5000 for k in range(50)], i)
              for i in range(8)]
@@ -397,11 +412,14 @@ def test_bad_inputs_are_clear_errors(engine, default_model_dir, tmp_path):
         closed.chat(["hi"], SamplingParams(max_tokens=2))
 
 
-def test_sampled_logprobs_follow_the_convention_and_the_learner(engine, hf_policy):
+@BOTH_ATTENTIONS
+def test_sampled_logprobs_follow_the_convention_and_the_learner(which, request, hf_policy):
     """The honest off-policy figure: engine logprobs of sampled tokens at T = 0.7 against the
-    transformers backend's teacher-forced ones at T = 0.7. A convention error (logprobs at T = 1,
-    or after top-k/top-p) moves the ratio far outside the tolerance, which the second half
-    shows by scoring the same tokens at T = 1."""
+    transformers backend's teacher-forced ones at T = 0.7, with attention as flash attention
+    and as matrix products. A convention error (logprobs at T = 1, or after top-k/top-p) moves
+    the ratio far outside the tolerance, which the second half shows by scoring the same tokens
+    at T = 1."""
+    engine = request.getfixturevalue(which)
     t = 0.7
     params = SamplingParams(temperature=t, top_p=0.9, top_k=40, max_tokens=24, n=4, seed=1)
     done = engine.chat(PROMPTS, params)
