@@ -26,6 +26,16 @@ Measured 2026-12-05 (``--model qwen2.5-coder-1.5b-instruct --weights gguf --desi
 main job's design stage): 6,424 of 10,925 prompt tokens computed in 81.8 s, against 10,956 in
 128.3 s unshared: 1.57x.
 
+``--flash-attn on,off`` measures every cell under both attentions in one run, on one engine
+(the second setting's cells under ``flash_attn_off`` or ``design_flash_attn_off``), and
+``--decode-tokens K`` lets each row sample K tokens and splits each cell's time between the steps
+that prefill and those that only decode. Measured 2026-12-07, two threads, alone
+(``--flash-attn on,off --rows 1,16``): the 0.5B prefilled one prompt of 142-3,779 tokens
+1.14-1.79x slower without flash attention (the first cell includes making the context) and 16
+rows 1.19x faster; four design prompts with 256
+tokens each (``--design 4 --decode-tokens 256 --shared-only --flash-attn on,off``): see
+docs/engine.md, "Attention without flash attention".
+
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/prefill.py
        [--model qwen2.5-coder-0.5b-instruct] [--weights bf16] [--threads 2]
        [--lengths 8,50,120,230] [--rows 1,4,16,40] [--design N [--examples 3]]
@@ -46,18 +56,37 @@ def _prompt(row: int, facts: int) -> list[dict[str, str]]:
     return [{"role": "user", "content": f"Puzzle {row * 7919}. {body}\nSay yes."}]
 
 
-def _cell(policy, convs) -> dict:
+def _cell(policy, convs, decode_tokens: int = 1) -> dict:
     from spadework.policy.base import SamplingParams
 
+    steps: list[tuple[bool, float]] = []  # (prefills a prompt, seconds) per engine step
+    submit = policy._submit
+
+    def timed(batch, entries):
+        start = time.perf_counter()
+        submit(batch, entries)
+        steps.append((sum(1 for e in entries if e[3]) < len(entries), time.perf_counter() - start))
+
     before = policy.prefilled_tokens
+    policy._submit = timed
     start = time.perf_counter()
-    policy.chat(convs, SamplingParams(temperature=0.7, max_tokens=1, seed=1))
+    try:
+        done = policy.chat(convs, SamplingParams(temperature=0.7, max_tokens=decode_tokens,
+                                                 seed=1))
+    finally:
+        policy._submit = submit
     seconds = time.perf_counter() - start
     computed = policy.prefilled_tokens - before
     policy.release()
-    return {"rows": len(convs), "prompt_tokens": sum(len(policy.prompt_ids(c)) for c in convs),
+    cell = {"rows": len(convs), "prompt_tokens": sum(len(policy.prompt_ids(c)) for c in convs),
             "computed_tokens": computed, "seconds": round(seconds, 2),
             "tokens_per_s": round(computed / seconds, 1)}
+    if decode_tokens > 1:  # the steps that prefill and the steps that only decode, apart
+        cell.update({"sampled_tokens": sum(len(c.output_ids) for c in done),
+                     "prefill_steps_s": round(sum(t for p, t in steps if p), 2),
+                     "decode_steps": sum(1 for p, _ in steps if not p),
+                     "decode_steps_s": round(sum(t for p, t in steps if not p), 2)})
+    return cell
 
 
 def _design_prompts(n: int, examples: int, unshared: bool) -> list:
@@ -101,6 +130,11 @@ def main() -> None:
     ap.add_argument("--design", type=int, default=0,
                     help="prefill N design prompts, shared and unshared (see the docstring)")
     ap.add_argument("--examples", type=int, default=3, help="example modules per design prompt")
+    ap.add_argument("--decode-tokens", type=int, default=1,
+                    help="tokens each row samples (above 1, each cell also splits its time "
+                         "between the steps that prefill and those that only decode)")
+    ap.add_argument("--shared-only", action="store_true",
+                    help="with --design: the prompts as built only, not the unshared layout")
     ap.add_argument("--flash-attn", default="on",
                     help="on, off or on,off: attention as flash attention or not (the second is "
                          "measured in the same run and reported under flash_attn_off)")
@@ -108,18 +142,26 @@ def main() -> None:
     settings = args.flash_attn.split(",")
     if not settings or any(f not in ("on", "off") for f in settings):
         raise SystemExit(f"--flash-attn: each setting is on or off, got {args.flash_attn!r}")
+    if args.decode_tokens < 1:
+        raise SystemExit(f"--decode-tokens must be at least 1, got {args.decode_tokens}")
     from spadework.policy.llamacpp_load import load_llamacpp_policy
 
     if args.design:
         policy = load_llamacpp_policy(args.model, max_batch_size=args.design,
                                       threads=args.threads, weights=args.weights)
-        shared = _cell(policy, _design_prompts(args.design, args.examples, False))
-        unshared = _cell(policy, _design_prompts(args.design, args.examples, True))
-        print(json.dumps({"benchmark": "prefill", "model": args.model, "weights": args.weights,
-                          "threads": args.threads, "design": {
-                              "shared": shared, "unshared": unshared,
-                              "ratio": round(unshared["seconds"] / shared["seconds"], 3)}},
-                         indent=1))
+        result = {"benchmark": "prefill", "model": args.model, "weights": args.weights,
+                  "threads": args.threads, "decode_tokens": args.decode_tokens}
+        for setting in settings:
+            policy.flash_attn = setting == "on"
+            cells = {"flash_attn": setting, "shared": _cell(
+                policy, _design_prompts(args.design, args.examples, False), args.decode_tokens)}
+            if not args.shared_only:
+                cells["unshared"] = _cell(policy, _design_prompts(args.design, args.examples,
+                                                                  True), args.decode_tokens)
+                cells["ratio"] = round(cells["unshared"]["seconds"] / cells["shared"]["seconds"],
+                                       3)
+            result["design" if setting == settings[0] else "design_flash_attn_" + setting] = cells
+        print(json.dumps(result, indent=1))
         return
 
     rows = [int(x) for x in args.rows.split(",") if x]
@@ -129,11 +171,13 @@ def main() -> None:
               "threads": args.threads}
     for setting in settings:
         policy.flash_attn = setting == "on"  # read when the next context is made (_cell frees it)
-        by_length = [_cell(policy, [_prompt(0, int(f))]) for f in args.lengths.split(",") if f]
+        by_length = [_cell(policy, [_prompt(0, int(f))], args.decode_tokens)
+                     for f in args.lengths.split(",") if f]
         for cell in by_length:
             cell["ratio_vs_shortest"] = round(cell["tokens_per_s"] / by_length[0]["tokens_per_s"],
                                               3)
-        by_rows = [_cell(policy, [_prompt(r, 10) for r in range(n)]) for n in rows]
+        by_rows = [_cell(policy, [_prompt(r, 10) for r in range(n)], args.decode_tokens)
+                   for n in rows]
         cells = {"flash_attn": setting, "by_length": by_length, "by_rows": by_rows}
         if setting == settings[0]:
             result.update(cells)
