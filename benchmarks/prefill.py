@@ -33,8 +33,10 @@ that prefill and those that only decode. Measured 2026-12-07, two threads, alone
 (``--flash-attn on,off --rows 1,16``): the 0.5B prefilled one prompt of 142-3,779 tokens
 1.14-1.79x slower without flash attention (the first cell includes making the context) and 16
 rows 1.19x faster; four design prompts with 256
-tokens each (``--design 4 --decode-tokens 256 --shared-only --flash-attn on,off``): see
-docs/engine.md, "Attention without flash attention".
+tokens each (``--design 4 --decode-tokens 256 --shared-only --flash-attn on,off``), the 1.5B's
+Q4_1 file (``--model qwen2.5-coder-1.5b-instruct --weights gguf``): 128.1 s with flash attention
+(prefill steps 60.9 s, decode 65.4 s), 140.5 s without (73.5, 65.1); docs/engine.md, "Attention
+without flash attention".
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/prefill.py
        [--model qwen2.5-coder-0.5b-instruct] [--weights bf16] [--threads 2]
