@@ -1,10 +1,41 @@
-"""Timing shared by the benchmarks (run as scripts, so this folder is on sys.path)."""
+"""Timing and engine settings shared by the benchmarks (run as scripts, so this folder is on
+sys.path)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+
+def flash_attn_settings(value: str) -> list[str]:
+    """The ``--flash-attn`` argument (``on``, ``off`` or both, comma-separated, measured in that
+    order) as a list; exits with a one-line message on anything else."""
+    settings = value.split(",")
+    if not settings or any(f not in ("on", "off") for f in settings):
+        raise SystemExit(f"--flash-attn: each setting is on or off, got {value!r}")
+    return settings
+
+
+@contextmanager
+def engine_steps(engine: Any) -> Iterator[list[tuple[int, int, float]]]:
+    """Time each ``llama_decode`` step of a ``LlamaCppPolicy`` while the block runs: yields a list
+    that gets (tokens fed, rows whose logits are read, seconds) per step. A step that feeds more
+    tokens than it samples prefills a prompt; the others only decode."""
+    steps: list[tuple[int, int, float]] = []
+    submit = engine._submit
+
+    def timed(batch: Any, entries: list) -> None:
+        start = time.perf_counter()
+        submit(batch, entries)
+        steps.append((len(entries), sum(1 for e in entries if e[3]), time.perf_counter() - start))
+
+    engine._submit = timed
+    try:
+        yield steps
+    finally:
+        engine._submit = submit
 
 
 def timed_stream(inner: Any, requests: Any, params: Any, on_done: Callable[[Any, Any], Any],

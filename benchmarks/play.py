@@ -32,28 +32,18 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _timing import engine_steps, flash_attn_settings  # noqa: E402  (this folder is on sys.path)
 
 
 def one_mode(engine, sandbox, jobs, cfg, seed: int) -> dict:
     from spadework.rollout import play
 
-    steps: list[tuple[int, int, float]] = []  # tokens fed, rows sampled, seconds
-    submit = engine._submit
-
-    def timed(batch, entries):
-        start = time.perf_counter()
-        submit(batch, entries)
-        steps.append((len(entries), sum(1 for e in entries if e[3]), time.perf_counter() - start))
-
     engine.release()
-    engine._submit = timed
     counters = engine.COUNTERS
     before = {k: getattr(engine, k) for k in counters}
     start = time.perf_counter()
-    try:
+    with engine_steps(engine) as steps:  # tokens fed, rows sampled, seconds
         episodes = play(engine, sandbox, jobs, cfg, seed=seed)
-    finally:
-        engine._submit = submit
     wall = time.perf_counter() - start
     out = {k: getattr(engine, k) - before[k] for k in counters}
     prefill = [s for s in steps if s[0] > s[1]]
@@ -95,9 +85,7 @@ def main() -> None:
                     help="on, off or on,off: attention as flash attention or not; with both, "
                          "every mode runs under each and is reported as MODE/off")
     args = ap.parse_args()
-    settings = args.flash_attn.split(",")
-    if not settings or any(f not in ("on", "off") for f in settings):
-        raise SystemExit(f"--flash-attn: each setting is on or off, got {args.flash_attn!r}")
+    settings = flash_attn_settings(args.flash_attn)
 
     import torch
 

@@ -32,11 +32,11 @@ main job's design stage): 6,424 of 10,925 prompt tokens computed in 81.8 s, agai
 that prefill and those that only decode. Measured 2026-12-07, two threads, alone
 (``--flash-attn on,off --rows 1,16``): the 0.5B prefilled one prompt of 142-3,779 tokens
 1.14-1.79x slower without flash attention (the first cell includes making the context) and 16
-rows 1.19x faster; four design prompts with 256
-tokens each (``--design 4 --decode-tokens 256 --shared-only --flash-attn on,off``), the 1.5B's
-Q4_1 file (``--model qwen2.5-coder-1.5b-instruct --weights gguf``): 128.1 s with flash attention
-(prefill steps 60.9 s, decode 65.4 s), 140.5 s without (73.5, 65.1); docs/engine.md, "Attention
-without flash attention".
+rows 1.19x faster; four design prompts with 256 tokens each (``--design 4 --decode-tokens 256
+--shared-only --flash-attn on,off``), the 1.5B's Q4_1 file (``--model
+qwen2.5-coder-1.5b-instruct --weights gguf``): 128.1 s with flash attention (prefill steps 60.9 s,
+decode 65.4 s), 140.5 s without (73.5, 65.1); docs/engine.md, "Attention without flash
+attention".
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/prefill.py
        [--model qwen2.5-coder-0.5b-instruct] [--weights bf16] [--threads 2]
@@ -51,6 +51,8 @@ import argparse
 import json
 import time
 
+from _timing import engine_steps, flash_attn_settings  # (this folder is on sys.path)
+
 
 def _prompt(row: int, facts: int) -> list[dict[str, str]]:
     body = " ".join(f"Fact {i + row}: river {i * (row + 1)} flows into lake {i * 7 % 13}."
@@ -61,22 +63,11 @@ def _prompt(row: int, facts: int) -> list[dict[str, str]]:
 def _cell(policy, convs, decode_tokens: int = 1) -> dict:
     from spadework.policy.base import SamplingParams
 
-    steps: list[tuple[bool, float]] = []  # (prefills a prompt, seconds) per engine step
-    submit = policy._submit
-
-    def timed(batch, entries):
-        start = time.perf_counter()
-        submit(batch, entries)
-        steps.append((sum(1 for e in entries if e[3]) < len(entries), time.perf_counter() - start))
-
     before = policy.prefilled_tokens
-    policy._submit = timed
     start = time.perf_counter()
-    try:
+    with engine_steps(policy) as steps:  # tokens fed, rows sampled, seconds
         done = policy.chat(convs, SamplingParams(temperature=0.7, max_tokens=decode_tokens,
                                                  seed=1))
-    finally:
-        policy._submit = submit
     seconds = time.perf_counter() - start
     computed = policy.prefilled_tokens - before
     policy.release()
@@ -85,9 +76,9 @@ def _cell(policy, convs, decode_tokens: int = 1) -> dict:
             "tokens_per_s": round(computed / seconds, 1)}
     if decode_tokens > 1:  # the steps that prefill and the steps that only decode, apart
         cell.update({"sampled_tokens": sum(len(c.output_ids) for c in done),
-                     "prefill_steps_s": round(sum(t for p, t in steps if p), 2),
-                     "decode_steps": sum(1 for p, _ in steps if not p),
-                     "decode_steps_s": round(sum(t for p, t in steps if not p), 2)})
+                     "prefill_steps_s": round(sum(t for n, r, t in steps if n > r), 2),
+                     "decode_steps": sum(1 for n, r, _ in steps if n == r),
+                     "decode_steps_s": round(sum(t for n, r, t in steps if n == r), 2)})
     return cell
 
 
@@ -141,9 +132,7 @@ def main() -> None:
                     help="on, off or on,off: attention as flash attention or not (the second is "
                          "measured in the same run and reported under flash_attn_off)")
     args = ap.parse_args()
-    settings = args.flash_attn.split(",")
-    if not settings or any(f not in ("on", "off") for f in settings):
-        raise SystemExit(f"--flash-attn: each setting is on or off, got {args.flash_attn!r}")
+    settings = flash_attn_settings(args.flash_attn)
     if args.decode_tokens < 1:
         raise SystemExit(f"--decode-tokens must be at least 1, got {args.decode_tokens}")
     from spadework.policy.llamacpp_load import load_llamacpp_policy
