@@ -293,3 +293,42 @@ def test_bad_run_directories_are_one_line_errors(runs, tmp_path):
     r = subprocess.run([sys.executable, "-m", "spadework.cli", "runs", "compare"], capture_output=True,
                        text=True, cwd=tmp_path)
     assert r.returncode == 2 and "RUN_DIR" in r.stderr
+
+
+def expected_pairs(run_dir: Path) -> list[tuple[float, float]]:
+    """Each (environment, level) played unhinted in two iterations or more: its win rate at the
+    first iteration and at the last, from the archive's episodes."""
+    rates: dict[tuple[str, int], dict[int, list[bool]]] = {}
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    with Archive.open_read_only(archive_path(run_dir)) as a:
+        for i in (json.loads(x)["iteration"] for x in lines):
+            for e in a.episodes(iteration=i, arm="no_hint"):
+                won = reward.episode_return(e.rewards, e.terminated) > 0
+                rates.setdefault((e.env_id, e.level), {}).setdefault(i, []).append(won)
+    return [(sum(by[min(by)]) / len(by[min(by)]), sum(by[max(by)]) / len(by[max(by)]))
+            for by in rates.values() if len(by) > 1]
+
+
+def test_pool_pools_the_runs_replays(runs, tmp_path):
+    trained, _, untrained = runs
+    want = {d: sorted(expected_pairs(d)) for d in (trained, untrained)}
+    assert want[trained] and want[untrained]  # both runs replayed something at the same level
+    got = json.loads(cli(str(trained), str(untrained), "--json", "--pool", cwd=tmp_path).stdout)
+    for run_json, d in zip(got["runs"], (trained, untrained)):
+        pairs = run_json["replayed"]["first_latest"]
+        got_pairs = sorted((round(a, 9), round(b, 9)) for a, b in pairs)
+        assert got_pairs == [(round(a, 9), round(b, 9)) for a, b in want[d]]
+    pooled = got["pooled_replayed"]
+    diffs = [b - a for d in want for a, b in want[d]]
+    assert pooled["runs"] == [str(trained), str(untrained)] and pooled["pairs"] == len(diffs)
+    assert pooled["diff"] == pytest.approx(sum(diffs) / len(diffs))
+    assert pooled["first"] == pytest.approx(sum(a for d in want for a, _ in want[d]) / len(diffs))
+    assert pooled["ci95"][0] <= pooled["diff"] <= pooled["ci95"][1] and 0 < pooled["p"] <= 1
+    assert "pooled_replayed" not in json.loads(cli(str(trained), "--json", cwd=tmp_path).stdout)
+    text = cli(str(trained), str(untrained), "--pool", cwd=tmp_path).stdout
+    assert (f"== pooled over 2 runs: replayed at the same level, {len(diffs)} (environment, level) "
+            "pairs") in text
+    assert f"{pooled['diff']:+.2f} [{pooled['ci95'][0]:+.2f}, {pooled['ci95'][1]:+.2f}]" in text
+    assert "== pooled" not in cli(str(trained), str(untrained), cwd=tmp_path).stdout
+    one_line_error(cli(str(trained), f"{trained}/", "--pool", cwd=tmp_path),
+                   "--pool counts each run once", "name each run one time")

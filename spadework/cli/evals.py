@@ -138,19 +138,29 @@ def runs_compare(
     run_dirs: list[Path] = typer.Argument(..., metavar="RUN_DIR", help="Run folders (each "
                                           "holds archive.sqlite and metrics.jsonl)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    pool: bool = typer.Option(False, "--pool", help="Also pool the runs' same-level replay "
+                              "pairs into one paired CI (for runs of one setting at other seeds)."),
 ) -> None:
     """Per run and finished iteration: designs, environments played, unhinted win-rate shares,
     regret, return, designer reward, losses, wall time; in-run and before/after evaluation
-    (archives are opened read-only)."""
+    (archives are opened read-only). With --pool, the runs' replays pooled."""
     # here: `spadework --help` loads no command's code (0.19 s against 0.40 s)
     from spadework.errors import ArchiveError
     from spadework.report.runs import compare_runs, format_runs, runs_json
 
+    if pool:
+        seen = {}
+        for d in run_dirs:
+            if d.resolve() in seen:
+                typer.echo(f"error: --pool counts each run once: {d} names the same run as "
+                           f"{seen[d.resolve()]}; name each run one time", err=True)
+                raise typer.Exit(1)
+            seen[d.resolve()] = d
     with _reported(ArchiveError):
         runs = compare_runs(run_dirs)
     if as_json:
         import json
 
-        typer.echo(json.dumps(runs_json(runs), indent=2))
+        typer.echo(json.dumps(runs_json(runs, pool), indent=2))
     else:
-        typer.echo(format_runs(runs))
+        typer.echo(format_runs(runs, pool))

@@ -91,6 +91,27 @@ class Replayed:
     latest: float
     diff: float
     ci95: tuple[float, float]
+    #: each pair's (first, latest) win rate, in the order the run first played them: what
+    #: :func:`pooled_replayed` pools over runs
+    first_latest: tuple[tuple[float, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class PooledReplayed:
+    """:class:`Replayed` pooled over runs (``runs compare --pool``): every run's pairs, the
+    mean change, its 95% bootstrap CI with pairs resampled within their run (each run keeps its
+    number of pairs), and the two-sided sign-flip p-value of a mean change of 0. Runs are
+    independent trajectories only when they differ from their first sampled token (another
+    seed, or another thread count or attention); runs that share their training text share
+    their pairs' outcomes, and pooling them narrows the interval without new evidence."""
+
+    runs: tuple[str, ...]
+    pairs: int
+    first: float
+    latest: float
+    diff: float
+    ci95: tuple[float, float]
+    p: float
 
 
 @dataclass(frozen=True)
@@ -208,8 +229,8 @@ def replayed(plays: Sequence[Mapping[str, Any]]) -> Replayed | None:
     ...         {"env_id": "b", "iteration": 2, "level": 2, "win_rate": 0.5},
     ...         {"env_id": "b", "iteration": 0, "level": 1, "win_rate": 1.0}]
     >>> r = replayed(rows)
-    >>> r.pairs, round(r.first, 2), round(r.latest, 2), round(r.diff, 2)
-    (2, 0.35, 0.55, 0.2)
+    >>> r.pairs, round(r.first, 2), round(r.latest, 2), round(r.diff, 2), r.first_latest
+    (2, 0.35, 0.55, 0.2, ((0.2, 0.6), (0.5, 0.5)))
     """
     # here: keeps numpy out of `spadework --help` (tests/test_package.py)
     from spadework.evaluate.stats import bootstrap_ci
@@ -223,7 +244,34 @@ def replayed(plays: Sequence[Mapping[str, Any]]) -> Replayed | None:
     diffs = [b - a for a, b in pairs]
     lo, hi = bootstrap_ci(diffs)
     return Replayed(len(pairs), stats([a for a, _ in pairs])["mean"],
-                    stats([b for _, b in pairs])["mean"], stats(diffs)["mean"], (lo, hi))
+                    stats([b for _, b in pairs])["mean"], stats(diffs)["mean"], (lo, hi),
+                    tuple(pairs))
+
+
+def pooled_replayed(runs: Sequence[RunFigures]) -> PooledReplayed | None:
+    """The same-level replay pairs of every run in ``runs`` pooled (see
+    :class:`PooledReplayed`); runs without a pair add none; None when no run has one.
+
+    >>> def run(name, pairs):
+    ...     return RunFigures(name, None, (), (), None, (), None, "", (),
+    ...                       Replayed(len(pairs), 0, 0, 0, (0, 0), tuple(pairs)))
+    >>> p = pooled_replayed([run("a", [(0.0, 0.4), (0.2, 0.6)]), run("b", [(0.6, 0.4)])])
+    >>> p.runs, p.pairs, round(p.first, 2), round(p.latest, 2), round(p.diff, 2), p.p
+    (('a', 'b'), 3, 0.27, 0.47, 0.2, 0.5)
+    """
+    # here: keeps numpy out of `spadework --help` (tests/test_package.py)
+    from spadework.evaluate.stats import bootstrap_ci, sign_flip_pvalue
+
+    have = [r for r in runs if r.replayed is not None and r.replayed.first_latest]
+    if not have:
+        return None
+    pairs = [(r.run_dir, a, b) for r in have for a, b in r.replayed.first_latest]
+    diffs = [b - a for _, a, b in pairs]
+    lo, hi = bootstrap_ci(diffs, strata=[name for name, _, _ in pairs])
+    return PooledReplayed(tuple(r.run_dir for r in have), len(pairs),
+                          stats([a for _, a, _ in pairs])["mean"],
+                          stats([b for _, _, b in pairs])["mean"], stats(diffs)["mean"],
+                          (lo, hi), sign_flip_pvalue(diffs))
 
 
 def _models(config: Mapping[str, Any]) -> tuple[RoleModel, ...]:
@@ -346,9 +394,14 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> list[RunFigures]:
     return [run_figures(d) for d in run_dirs]
 
 
-def runs_json(runs: Sequence[RunFigures]) -> dict[str, Any]:
-    """What ``--json`` prints: the band and each run's figures under stable keys."""
-    return {"band": list(BAND), "arm": "no_hint", "runs": [r.to_dict() for r in runs]}
+def runs_json(runs: Sequence[RunFigures], pool: bool = False) -> dict[str, Any]:
+    """What ``--json`` prints: the band and each run's figures under stable keys; with
+    ``pool``, also ``pooled_replayed`` (:func:`pooled_replayed`, null when no run has a pair)."""
+    out = {"band": list(BAND), "arm": "no_hint", "runs": [r.to_dict() for r in runs]}
+    if pool:
+        pooled = pooled_replayed(runs)
+        out["pooled_replayed"] = None if pooled is None else dataclasses.asdict(pooled)
+    return out
 
 
 # -- the table -------------------------------------------------------------------------------------
@@ -478,9 +531,26 @@ def format_run(run: RunFigures) -> list[str]:
     return out
 
 
-def format_runs(runs: Sequence[RunFigures]) -> str:
-    """The text of ``spadework runs compare``: each run's block, then the key."""
+def format_pooled(pooled: PooledReplayed | None) -> list[str]:
+    """The ``--pool`` block: the replay pairs of every run, pooled."""
+    if pooled is None:
+        return ["== pooled: no run has an (environment, level) played twice", ""]
+    n = len(pooled.runs)
+    return [f"== pooled over {n} run{'s' if n != 1 else ''}: "
+            f"replayed at the same level, {pooled.pairs} (environment, level) pairs",
+            f"   unhinted win rate {pooled.first:.2f} at the first play -> {pooled.latest:.2f} at "
+            f"the latest, {pooled.diff:+.2f} [{pooled.ci95[0]:+.2f}, {pooled.ci95[1]:+.2f}]",
+            f"   (paired, 95% CI resampling pairs within each run; sign-flip p {pooled.p:.3g}).",
+            "   Pool only runs that differ from their first sampled token: runs that share",
+            "   their training text share their pairs' outcomes.", ""]
+
+
+def format_runs(runs: Sequence[RunFigures], pool: bool = False) -> str:
+    """The text of ``spadework runs compare``: each run's block, with ``pool`` the pooled
+    replays (:func:`format_pooled`), then the key."""
     out: list[str] = []
     for run in runs:
         out += [*format_run(run), ""]
+    if pool:
+        out += format_pooled(pooled_replayed(runs))
     return "\n".join(out + legend())
