@@ -12,8 +12,12 @@ replies' lengths and wins. ``turns`` is one chat call per turn of all live episo
 with each decoding row left on the sequence it holds, as before the engine moved them onto
 consecutive ones (llama.cpp runs one forward pass per run of consecutive sequences).
 
+Per mode it also fits each step's seconds to its forward passes (llama.cpp's split rule,
+counted), tokens fed and positions (``prefill_fit``), and counts the prompt tokens computed
+that repeat a text the stage had already computed (``prompt_tokens_repeating_a_computed_prefix``).
+
 Measured 2026-12-06 (``--modes scattered,continuous``): see docs/engine.md, "Rows on
-consecutive sequences".
+consecutive sequences"; the fit, 2026-12-07: "Where a play stage's prefill goes".
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/play.py
        [--preset cpu-qwen] [--modes turns,continuous,scattered] [--weights bf16] [--seed 1]
@@ -32,7 +36,27 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _timing import engine_steps, flash_attn_settings  # noqa: E402  (this folder is on sys.path)
+from _timing import engine_steps, flash_attn_settings, step_work  # noqa: E402  (on sys.path)
+
+
+def prefill_fit(steps: list, work: list) -> dict:
+    """Least squares of each step's seconds on its forward passes, tokens fed and positions
+    (thousands; attention's work), over all steps, and the prefill steps' seconds split by
+    those terms: is a prefill step paying per pass (tokens of many prompts split into small
+    passes) or per token?"""
+    import numpy as np
+
+    x = np.array([[w["passes"], n, w["positions"] / 1000] for (n, _, _), w in zip(steps, work)])
+    y = np.array([secs for _, _, secs in steps])
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    residual = y - x @ coef
+    prefill = np.array([n > rows for n, rows, _ in steps])
+    split = (x[prefill] * coef).sum(axis=0)
+    return {"s_per_pass": round(float(coef[0]), 4), "s_per_token": round(float(coef[1]), 5),
+            "s_per_1000_positions": round(float(coef[2]), 5),
+            "r2": round(float(1 - residual.var() / y.var()), 3),
+            "prefill_passes": int(x[prefill, 0].sum()),
+            "prefill_steps_s_by_passes_tokens_positions": [round(float(v), 1) for v in split]}
 
 
 def one_mode(engine, sandbox, jobs, cfg, seed: int) -> dict:
@@ -42,7 +66,7 @@ def one_mode(engine, sandbox, jobs, cfg, seed: int) -> dict:
     counters = engine.COUNTERS
     before = {k: getattr(engine, k) for k in counters}
     start = time.perf_counter()
-    with engine_steps(engine) as steps:  # tokens fed, rows sampled, seconds
+    with engine_steps(engine) as steps, step_work(engine) as work:  # tokens, rows, seconds
         episodes = play(engine, sandbox, jobs, cfg, seed=seed)
     wall = time.perf_counter() - start
     out = {k: getattr(engine, k) - before[k] for k in counters}
@@ -60,6 +84,8 @@ def one_mode(engine, sandbox, jobs, cfg, seed: int) -> dict:
         "decode_steps_s": round(sum(s[2] for s in decode), 1),
         "decode_step_ms_by_rows": {r: round(1000 * sum(v) / len(v), 1) for r, v in sorted(by_rows.items())},
         "kv_cells_per_sequence": engine._ctx_shape[1],
+        "prompt_tokens_repeating_a_computed_prefix": sum(w["repeated"] for w in work),
+        "prefill_fit": prefill_fit(steps, work),
         "replies": len(lengths), "reply_tokens_p50": lengths[len(lengths) // 2],
         "reply_tokens_p90": lengths[int(0.9 * len(lengths))], "reply_tokens_max": lengths[-1],
         "replies_cut_at_max_tokens": sum(t.finish_reason == "length" for e in episodes for t in e.turns),
