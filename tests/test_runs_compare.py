@@ -113,6 +113,10 @@ def expected_rows(run_dir: Path, losses: list[dict] | None) -> list[dict]:
             i = m["iteration"]
             eps = a.episodes(iteration=i)
             ret = [(e.env_id, e.arm, reward.episode_return(e.rewards, e.terminated)) for e in eps]
+            failed = {(e.env_id, e.play_index) for e in eps
+                      if e.status not in ("completed", "truncated")}
+            scored_hinted = [reward.episode_return(e.rewards, e.terminated) for e in eps
+                             if e.arm == "hint" and (e.env_id, e.play_index) not in failed]
             envs = sorted({env for env, arm, _ in ret if arm == "no_hint"})
             rates, regrets = [], []
             for env in envs:
@@ -140,8 +144,7 @@ def expected_rows(run_dir: Path, losses: list[dict] | None) -> list[dict]:
                 "designer_reward": m["designer_reward"]["mean"],
                 "loss_agent": step.get("loss_agent"), "loss_designer": step.get("loss_designer"),
                 "seconds": sum(v for v in m["seconds"].values() if v is not None),
-                "hinted_win_rate": sum(r > 0 for _, arm, r in ret if arm == "hint")
-                / sum(arm == "hint" for _, arm, _ in ret),
+                "hinted_win_rate": sum(r > 0 for r in scored_hinted) / len(scored_hinted),
                 "well_formed_share": sum(sum(t.parsed for t in e.turns) / len(e.turns) for e in no_hint)
                 / len(no_hint),
                 "cut_share": sum(t.finish_reason == "length" for e in no_hint for t in e.turns)
@@ -296,13 +299,17 @@ def test_bad_run_directories_are_one_line_errors(runs, tmp_path):
 
 
 def expected_pairs(run_dir: Path) -> list[tuple[float, float]]:
-    """Each (environment, level) played unhinted in two iterations or more: its win rate at the
-    first iteration and at the last, from the archive's episodes."""
+    """Each (environment, level) played unhinted in two iterations or more, counting only the
+    iterations after which its level did not move: its win rate at the first such iteration
+    and at the last, from the archive's episodes and level changes."""
     rates: dict[tuple[str, int], dict[int, list[bool]]] = {}
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     with Archive.open_read_only(archive_path(run_dir)) as a:
+        moved = {(c["env_id"], c["iteration"]) for c in a.level_changes()}
         for i in (json.loads(x)["iteration"] for x in lines):
             for e in a.episodes(iteration=i, arm="no_hint"):
+                if (e.env_id, i) in moved:
+                    continue
                 won = reward.episode_return(e.rewards, e.terminated) > 0
                 rates.setdefault((e.env_id, e.level), {}).setdefault(i, []).append(won)
     return [(sum(by[min(by)]) / len(by[min(by)]), sum(by[max(by)]) / len(by[max(by)]))
@@ -332,3 +339,37 @@ def test_pool_pools_the_runs_replays(runs, tmp_path):
     assert "== pooled" not in cli(str(trained), str(untrained), cwd=tmp_path).stdout
     one_line_error(cli(str(trained), f"{trained}/", "--pool", cwd=tmp_path),
                    "--pool counts each run once", "name each run one time")
+
+
+def test_replays_leave_out_the_plays_that_moved_the_level():
+    """An agent that never changes, under the level controller: every play counted, the
+    (environment, level) pairs show a gain, because an environment leaves a level at a high
+    (or empty) play and that play is then its latest there; with the plays that moved the
+    level left out, the two ends are drawn alike and the change is nil. Without a controller
+    (one level) nothing moves and the figure is the same either way."""
+    import random
+
+    from spadework.levels import next_level
+    from spadework.report.runs import replayed
+
+    def simulate(p, levels):
+        rng, rows, moved = random.Random(0), [], set()
+        for env in range(400):
+            level = 1
+            for it in range(12):
+                w = sum(rng.random() < p for _ in range(5)) / 5
+                rows.append({"env_id": f"e{env}", "iteration": it, "level": level, "win_rate": w})
+                nxt = next_level(level, levels, w)
+                if nxt != level:
+                    moved.add((f"e{env}", it))
+                level = nxt
+        return rows, moved
+
+    for p in (0.3, 0.5, 0.7):
+        rows, moved = simulate(p, levels=3)
+        every, held = replayed(rows), replayed(rows, moved)
+        assert every.diff > 0.03 and every.ci95[0] > 0, (p, every)  # the selection's false gain
+        assert abs(held.diff) < 0.03 and held.ci95[0] < 0 < held.ci95[1], (p, held)
+        assert held.left_out == len(moved) > 0
+    rows, moved = simulate(0.5, levels=1)
+    assert not moved and replayed(rows, moved) == replayed(rows)

@@ -133,9 +133,15 @@ def episode_turns(archive: Archive, iteration: int, env_id: str) -> list[Row]:
 
 
 def hinted_rewards(archive: Archive) -> list[tuple[int, bytes, bool]]:
-    """(iteration, packed rewards, terminated) of every hinted episode."""
+    """(iteration, packed rewards, terminated) of every hinted episode whose instance is scored:
+    both its plays (hinted and unhinted, the same seed) ended as games, as
+    :func:`spadework.metrics.score_env` counts them, so the hinted win rate is over the same
+    instances as the unhinted one (a failed play, of either arm, leaves its instance out)."""
     return [(r[0], r[1], bool(r[2])) for r in archive.query(
-        "SELECT iteration, rewards, terminated FROM episodes WHERE arm = 'hint'")]
+        "SELECT h.iteration, h.rewards, h.terminated FROM episodes h JOIN episodes n "
+        "ON n.iteration = h.iteration AND n.env_id = h.env_id AND n.play_index = h.play_index "
+        "AND n.arm = 'no_hint' WHERE h.arm = 'hint' "
+        "AND h.status IN ('completed', 'truncated') AND n.status IN ('completed', 'truncated')")]
 
 
 def unhinted_length_cut_share(archive: Archive) -> dict[int, float]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,19 @@ class IterationRow:
 class Replayed:
     """The agent on environments played again at the same level: per (environment, level)
     played in two iterations or more, its unhinted win rate at the first play and at the
-    latest, and the paired mean change with its 95% bootstrap CI over the pairs."""
+    latest, and the paired mean change with its 95% bootstrap CI over the pairs.
+
+    Only plays after which the level controller kept the level count (``moved`` plays, those
+    that sent the environment up or down, are left out: ``left_out`` of them). Which play is
+    an (environment, level)'s latest is chosen by the controller: an environment leaves a level
+    at a play of at least ``level_up_at`` (or of 0), so its latest play there is often the
+    one that took it away, while its first play, to be played there again, mostly held it.
+    Pairing those compares plays selected differently and shows a gain where the agent has
+    not changed (an agent that wins each play with probability 0.5 at every level, 5 plays, 3
+    levels, 12 iterations: +0.21 with every play counted, +0.00 with the held plays only;
+    ``tests/test_runs_compare.py``). Held plays on both ends are drawn alike, so a change
+    between them is the agent's; a gain large enough to move the level up is left out too,
+    so the figure understates learning rather than inventing it."""
 
     pairs: int
     first: float
@@ -94,6 +106,8 @@ class Replayed:
     #: each pair's (first, latest) win rate, in the order the run first played them: what
     #: :func:`pooled_replayed` pools over runs
     first_latest: tuple[tuple[float, float], ...] = ()
+    #: plays left out because the controller moved their environment's level after them
+    left_out: int = 0
 
 
 @dataclass(frozen=True)
@@ -204,6 +218,7 @@ def run_figures(run_dir: str | Path) -> RunFigures:
         for it, rewards, terminated in views.hinted_rewards(archive):
             hinted[it].append(episode_return(unpack_floats(rewards), terminated))
         cut = views.unhinted_length_cut_share(archive)
+        moved = {(c["env_id"], c["iteration"]) for c in archive.level_changes()}
         config = archive.load_state("config") or {}
         progress = archive.load_state("progress")
         notes = (archive.note,) if archive.note else ()
@@ -216,12 +231,15 @@ def run_figures(run_dir: str | Path) -> RunFigures:
     preset = config.get("preset") or next((m.preset for m in metrics.values()), None)
     return RunFigures(str(run_dir), preset, _models(config), rows, under_way,
                       _in_run_eval(metrics), before_after, note, notes,
-                      replayed([r for rs in played.values() for r in rs]))
+                      replayed([r for rs in played.values() for r in rs], moved))
 
 
-def replayed(plays: Sequence[Mapping[str, Any]]) -> Replayed | None:
-    """:class:`Replayed` from ``env_plays`` rows (env_id, iteration, level, win_rate); None when
-    no (environment, level) was played twice.
+def replayed(plays: Sequence[Mapping[str, Any]],
+             moved: Collection[tuple[str, int]] = ()) -> Replayed | None:
+    """:class:`Replayed` from ``env_plays`` rows (env_id, iteration, level, win_rate), leaving
+    out the plays after which the level controller moved the environment (``moved``: its
+    (env_id, iteration) pairs, from the archive's ``level_changes``); None when no
+    (environment, level) was played twice.
 
     >>> rows = [{"env_id": "a", "iteration": 0, "level": 1, "win_rate": 0.2},
     ...         {"env_id": "a", "iteration": 3, "level": 1, "win_rate": 0.6},
@@ -231,12 +249,21 @@ def replayed(plays: Sequence[Mapping[str, Any]]) -> Replayed | None:
     >>> r = replayed(rows)
     >>> r.pairs, round(r.first, 2), round(r.latest, 2), round(r.diff, 2), r.first_latest
     (2, 0.35, 0.55, 0.2, ((0.2, 0.6), (0.5, 0.5)))
+    >>> r = replayed(rows + [{"env_id": "a", "iteration": 5, "level": 1, "win_rate": 1.0}],
+    ...              moved={("a", 5), ("b", 0)})
+    >>> r.first_latest, r.left_out
+    (((0.2, 0.6), (0.5, 0.5)), 2)
     """
     # here: keeps numpy out of `spadework --help` (tests/test_package.py)
     from spadework.evaluate.stats import bootstrap_ci
 
+    moved = set(moved)
     by_key: dict[tuple[str, int], list[tuple[int, float]]] = defaultdict(list)
+    left_out = 0
     for r in plays:
+        if (r["env_id"], r["iteration"]) in moved:
+            left_out += 1
+            continue
         by_key[(r["env_id"], r["level"])].append((r["iteration"], r["win_rate"]))
     pairs = [(min(v)[1], max(v)[1]) for v in by_key.values() if len(v) > 1]
     if not pairs:
@@ -245,7 +272,7 @@ def replayed(plays: Sequence[Mapping[str, Any]]) -> Replayed | None:
     lo, hi = bootstrap_ci(diffs)
     return Replayed(len(pairs), stats([a for a, _ in pairs])["mean"],
                     stats([b for _, b in pairs])["mean"], stats(diffs)["mean"], (lo, hi),
-                    tuple(pairs))
+                    tuple(pairs), left_out)
 
 
 def pooled_replayed(runs: Sequence[RunFigures]) -> PooledReplayed | None:
@@ -508,6 +535,8 @@ def format_run(run: RunFigures) -> list[str]:
     if run.replayed is not None:
         r = run.replayed
         out.append(f"   replayed at the same level: {r.pairs} (environment, level) pairs, unhinted win rate")
+        out.append(f"     over the plays that kept their level ({r.left_out} that moved it "
+                   "left out):")
         out.append(f"     {r.first:.2f} at the first play -> {r.latest:.2f} at the latest, "
                    f"{r.diff:+.2f} [{r.ci95[0]:+.2f}, {r.ci95[1]:+.2f}] (paired, 95% CI)")
     by_suite: dict[str, list[EvalScore]] = defaultdict(list)
