@@ -51,6 +51,7 @@ from spadework.designer.credit import (
     designer_assembly,
     env_credit,
     reference_designer_scale,
+    skill_trackers,
 )
 from spadework.env.solvable import solution_losses
 from spadework.errors import ConfigError, PolicyError
@@ -93,6 +94,10 @@ from spadework.train.batch import ROLES, agent_assembly
 from spadework.types import EnvSource, Episode
 
 METRICS_FILE = "metrics.jsonl"
+#: The archive state of each skill's learning-potential tracker (skill -> its dict; "" for
+#: environments without a skill). Runs from before the trackers were per skill stored theirs
+#: per environment under "learning_potential", which is left as it is and not read.
+LP_STATE = "learning_potential_skills"
 
 
 @dataclass
@@ -259,15 +264,19 @@ def _engine_since(policy: Any, before: dict[str, int]) -> dict[str, int] | None:
 def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
     """Score every played env; credit the designer samples waiting for these envs."""
     rc, cc, a = ctx.cfg.reward, ctx.cfg.curriculum, ctx.archive
-    lps = a.load_state("learning_potential") or {}
-    outcomes, rewards, moves = [], {}, {}
     levels = {e.env_id: (min(it.plan.level(e.env_id), e.levels), e.levels) for e in it.envs()}
-    for o in filter(None, (M.score_env(e.env_id, it.episodes()) for e in it.envs())):
-        prev = LearningPotential.from_dict(lps[o.env_id]) if o.env_id in lps else None
-        credit = env_credit(o, rc, prev)
+    skills = {e.env_id: e.skill or "" for e in it.envs()}
+    scored = [o for o in (M.score_env(e.env_id, it.episodes()) for e in it.envs()) if o]
+    rates: dict[str, list[float]] = {}
+    for o in scored:
+        rates.setdefault(skills[o.env_id], []).extend([o.win_rate] if o.plays else [])
+    before = {k: LearningPotential.from_dict(v)
+              for k, v in (a.load_state(LP_STATE) or {}).items()}
+    trackers = skill_trackers(rates, before, rc)
+    outcomes, rewards, moves = [], {}, {}
+    for o in scored:
         outcomes.append(o)
-        rewards[o.env_id] = credit.reward
-        lps[o.env_id] = credit.lp.to_dict()
+        rewards[o.env_id] = env_credit(o, rc, trackers.get(skills[o.env_id])).reward
         level, top = levels[o.env_id]
         if cc.adapt_levels and o.plays:
             moves[o.env_id] = (level, next_level(level, top, o.win_rate, up_at=cc.level_up_at,
@@ -286,7 +295,7 @@ def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
                                   plays=o.plays, wins=o.wins)
         for key, r in credits:
             arch.set_attempt_reward(key, r)
-        arch.save_state("learning_potential", lps)
+        arch.save_state(LP_STATE, {k: t.to_dict() for k, t in trackers.items()})
 
     figures = M.reward_figures(outcomes, rewards, [r for _, r in credits], lo=rc.lo, hi=rc.hi,
                                levels={k: v[0] for k, v in levels.items()},

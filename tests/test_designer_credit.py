@@ -96,12 +96,12 @@ def test_env_credit_worked_numbers():
     # a hung step costs the design -0.5 whatever the plays
     hung = eps + [_ep("no_hint", 4, [], status="timeout", error="step: step() passed its deadline")]
     assert credit(score_env("e", hung), RewardConfig()).reward == -0.5
-    # learning potential: the tracker sees win rates 0.25 then 0.75 (gammas 0.8 / 0.2)
+    # learning potential: the skill's tracker sees win rates 0.25 then 0.75 (gammas 0.8 / 0.2)
     lp_cfg = RewardConfig(variant="learning_potential", lp_gamma_fast=0.8, lp_gamma_slow=0.2)
     first = credit(o, lp_cfg)
     assert first.reward == 0.0
     better = [_ep("no_hint", i, [1.0 if i else 0.0]) for i in range(4)]
-    second = credit(score_env("e", better), lp_cfg, first.lp)
+    second = credit(score_env("e", better), lp_cfg, first.lp.update(0.75))
     assert second.reward == pytest.approx(abs(0.65 - 0.35))  # fast 0.65, slow 0.35
 
 
@@ -160,3 +160,18 @@ def test_every_variant_the_config_accepts_has_its_function():
     from spadework.designer.credit import VARIANT_REWARDS
 
     assert tuple(VARIANT_REWARDS) == VARIANTS
+
+
+def test_learning_potential_is_kept_per_skill():
+    """A design is credited once, at its environment's first plays: with a tracker per
+    environment every design earned a potential of 0. The skill's tracker has seen the skill's
+    earlier iterations, so a new environment of a skill whose win rates are moving earns it."""
+    from spadework.designer.credit import skill_trackers
+
+    cfg = RewardConfig(variant="learning_potential", lp_gamma_fast=0.8, lp_gamma_slow=0.2)
+    t = skill_trackers({"logic": [0.25]}, {}, cfg)  # an earlier iteration of the skill
+    t = skill_trackers({"logic": [0.5, 1.0], "math": [0.5]}, t, cfg)  # this one: mean 0.75
+    new_env = score_env("e", [_ep("no_hint", i, [1.0 if i else 0.0]) for i in range(4)])
+    assert env_credit(new_env, cfg, t["logic"]).reward == pytest.approx(0.3)
+    assert env_credit(new_env, cfg, t["math"]).reward == 0.0  # its skill's first observation
+    assert skill_trackers({"math": []}, t, cfg) == t  # nothing played: the trackers carry over

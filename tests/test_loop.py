@@ -75,7 +75,8 @@ def test_two_iterations_store_everything_once(tmp_path, cfg):
         assert designed in a.load_state("curriculum")["fresh"]
         stats = a.env_stats(designed)
         assert stats.plays == 2 * cfg.plays and stats.last_played_iteration == 1
-        assert designed in a.load_state("learning_potential")
+        skill = a.get_env(designed).source.skill
+        assert skill and skill in a.load_state("learning_potential_skills")
     with pytest.raises(ConfigError, match="--resume"):
         run(cfg, tmp_path, Models(ScriptedPolicy(designing_script)))
     assert run(cfg, tmp_path, Models(ScriptedPolicy(designing_script)), resume=True) == []

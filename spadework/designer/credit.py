@@ -150,27 +150,56 @@ def designer_reward(
 @dataclass(frozen=True)
 class EnvCredit:
     """What one played environment's design earns this iteration, and the learning-potential
-    tracker after it observed this iteration's win rate (stored for the next one)."""
+    tracker it was scored with."""
 
     env_id: str
     reward: float
     lp: LearningPotential
 
 
+def skill_trackers(win_rates: Mapping[str, Sequence[float]],
+                   before: Mapping[str, LearningPotential], cfg: RewardConfig
+                   ) -> dict[str, LearningPotential]:
+    """Each skill's learning-potential tracker after this iteration: the one in ``before`` (a
+    fresh one for a new skill) updated once with the mean unhinted win rate of the skill's
+    environments played this iteration (``win_rates``: skill -> their win rates; a skill with
+    none keeps its tracker). Skills the iteration did not play are carried over.
+
+    The tracker is the skill's, as in the reference, not the environment's: a design is
+    credited once, at its environment's first plays, and a tracker of that environment alone
+    would then have seen one win rate and hold a potential of 0 for every design.
+
+    >>> cfg = RewardConfig(lp_gamma_fast=0.8, lp_gamma_slow=0.2)
+    >>> t = skill_trackers({"logic": [0.0, 0.5]}, {}, cfg)
+    >>> t = skill_trackers({"logic": [0.5, 1.0], "math": []}, t, cfg)
+    >>> sorted(t), round(t["logic"].potential, 6)
+    (['logic'], 0.3)
+    """
+    out = dict(before)
+    for skill, rates in win_rates.items():
+        if rates:
+            tracker = out.get(skill) or LearningPotential(cfg.lp_gamma_fast, cfg.lp_gamma_slow)
+            out[skill] = tracker.update(sum(rates) / len(rates))
+    return out
+
+
 def env_credit(outcome: EnvOutcome, cfg: RewardConfig, lp: LearningPotential | None) -> EnvCredit:
     """The design reward of one environment from how it played (``outcome``), under ``cfg``.
 
-    The learning-potential tracker (``lp``, None before the first plays) observes the win rate
-    first, so the ``learning_potential`` variant sees this iteration's movement.
+    ``lp``: the tracker of the environment's skill after this iteration's plays
+    (:func:`skill_trackers`), which the ``learning_potential`` variant pays; None: a fresh
+    tracker that observes this environment's win rate alone (its potential is then 0).
 
     >>> o = EnvOutcome("e", plays=2, wins=1, win_rate=0.5, regret=0.5, step_timeout=False,
     ...                returns=(1.0, 0.0))
     >>> env_credit(o, RewardConfig(), None).reward   # 0.6 * plateau(0.5) + 0.4 * clip(0.5 / 0.15)
     1.0
     """
-    tracker = lp or LearningPotential(cfg.lp_gamma_fast, cfg.lp_gamma_slow)
-    if outcome.plays:  # an outcome of no plays (every one failed) has no win rate to observe
-        tracker = tracker.update(outcome.win_rate)
+    tracker = lp
+    if tracker is None:
+        tracker = LearningPotential(cfg.lp_gamma_fast, cfg.lp_gamma_slow)
+        if outcome.plays:  # an outcome of no plays (every one failed) has no win rate to observe
+            tracker = tracker.update(outcome.win_rate)
     raw = designer_reward(
         cfg.variant, win_rate=outcome.win_rate, regret=outcome.regret, returns=outcome.returns,
         lp=tracker, step_timeout=outcome.step_timeout, cfg=cfg)
