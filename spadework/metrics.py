@@ -16,7 +16,7 @@ regret 1 instead of 1 and 0.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -69,12 +69,28 @@ def score_env(env_id: str, episodes: Sequence[Episode]) -> EnvOutcome | None:
     ...                     ep("no_hint", 1, 0.0, "timeout")])
     >>> o.plays, o.win_rate, o.regret, o.failed   # instance 1 is left out of both arms
     (1, 1.0, 0.0, 2)
+
+    Regret is over the instances whose hinted play was shown a hint. A hinted play opened with
+    the same first message as its unhinted twin had none (the hint leaked, could not be
+    written, or the environment has no ``hint()``): its gap to the unhinted play is chance, not
+    what a hint is worth, so it is left out of the regret (not of the win rate); with no hinted
+    instance, the regret is 0, as the reference scores a failed hint.
+
+    >>> def op(arm, i, r, opening):
+    ...     return Episode("e", arm, i, i, (), (r,), True, False, "completed", opening=opening)
+    >>> o = score_env("e", [op("hint", 0, 1.0, "x"), op("no_hint", 0, 0.0, "x"),
+    ...                     op("hint", 1, 1.0, "y hint"), op("no_hint", 1, 1.0, "y")])
+    >>> o.plays, o.win_rate, o.regret   # instance 0 had no hint (every instance counted: 0.5)
+    (2, 0.5, 0.0)
     """
     mine = [e for e in episodes if e.env_id == env_id]
     broken = {e.play_index for e in mine if e.status not in GAME_ENDS}
     kept = [e for e in mine if e.play_index not in broken]
     unhinted = [reward.episode_return(e.rewards, e.terminated) for e in kept if e.arm == "no_hint"]
-    hinted = [reward.episode_return(e.rewards, e.terminated) for e in kept if e.arm == "hint"]
+    hintless = _hintless(kept)
+    pairs = [e for e in kept if e.play_index not in hintless]
+    hinted = [reward.episode_return(e.rewards, e.terminated) for e in pairs if e.arm == "hint"]
+    shown = [reward.episode_return(e.rewards, e.terminated) for e in pairs if e.arm == "no_hint"]
     hung = any(step_timed_out(e) for e in mine)
     failed = len(mine) - len(kept)
     if not unhinted:
@@ -83,8 +99,18 @@ def score_env(env_id: str, episodes: Sequence[Episode]) -> EnvOutcome | None:
         return EnvOutcome(env_id, 0, 0, 0.0, 0.0, True, (), failed)
     return EnvOutcome(env_id, plays=len(unhinted), wins=sum(1 for r in unhinted if r > 0),
                       win_rate=reward.win_rate(unhinted),
-                      regret=reward.regret(hinted, unhinted) if hinted else 0.0,
+                      regret=reward.regret(hinted, shown) if hinted and shown else 0.0,
                       step_timeout=hung, returns=tuple(unhinted), failed=failed)
+
+
+def _hintless(episodes: Sequence[Episode]) -> set[int]:
+    """The play indices whose hinted play opened with its unhinted twin's first message, so was
+    shown no hint (an empty opening, from before the archive kept it, says nothing)."""
+    openings: dict[int, dict[str, str]] = defaultdict(dict)
+    for e in episodes:
+        openings[e.play_index][e.arm] = e.opening
+    return {i for i, by in openings.items()
+            if by.get("hint") and by.get("hint") == by.get("no_hint")}
 
 
 def histogram(rates: Iterable[float], bins: int = 10) -> list[int]:

@@ -470,3 +470,34 @@ def test_a_bad_history_turns_is_refused_with_what_to_write(bad):
 
     with pytest.raises(ConfigError, match="history_turns must be a whole number >= 0 or unset"):
         PlayConfig(history_turns=bad)
+
+
+def test_a_hinted_play_shown_no_hint_adds_nothing_to_regret(sb):
+    """An environment without ``hint()`` whose written hint leaked (or was never written) is
+    played by the hinted arm without one: both arms open with the same message, and the gap
+    between them is chance, so it is not scored as regret. With a hint shown, it is."""
+    from spadework.metrics import score_env
+
+    code = (Path(__file__).parent / "fixtures/envs/good/arithmetic_chain.py").read_text()
+    env = EnvSource(code=code, class_name="ArithmeticChainEnv")
+    cfg = PlayConfig(max_turns=1, max_tokens=64)
+
+    for hint, regret in ((None, 0.0), ("Multiply first, then add, then reduce.", 1.0)):
+        jobs = regret_jobs(env, hint, run_seed=5, plays=2)
+        answers = solutions_for(sb, env, {j.seed for j in jobs}, 1)
+        arms = iter([j.arm for j in jobs])
+
+        def script(conv, turn):
+            arm = next(arms)  # play() asks for the first turns in job order
+            obs = next(o for o in answers if o in conv.messages[0]["content"])
+            return answers[obs][0] if arm == "hint" else "\\boxed{-1}"
+
+        eps = play(ScriptedPolicy(script), sb, jobs, cfg, seed=1)
+        assert [e.arm for e in eps] == [j.arm for j in jobs]
+        assert [e.rewards[-1] for e in eps] == [1.0 if e.arm == "hint" else 0.0 for e in eps]
+        same = {e.play_index for e in eps if e.arm == "hint"
+                and e.opening == next(x.opening for x in eps
+                                      if x.arm == "no_hint" and x.play_index == e.play_index)}
+        assert same == ({0, 1} if hint is None else set())
+        o = score_env(env.env_id, eps)
+        assert (o.plays, o.win_rate, o.regret) == (2, 0.0, regret)
