@@ -7,8 +7,12 @@ the base 0.5B agent's measured level-1 rates, moving linearly over the run towar
 with a trained agent (``RATES`` says which figure comes from where, and which are assumptions).
 Reports, per iteration and over ``--runs`` simulated runs, the issue's figures: the share of
 played (environment, level) pairs with an unhinted win rate strictly between 0 and 1, the band
-share, the mean level, and how often the learnable share reaches 0.3. Two rules side by side in
-one run, on the same draws where their pools agree:
+share, the mean level, how often the learnable share reaches 0.3, and the same-level replay
+figure of ``spadework runs compare`` (first against latest play of each (environment, level),
+over the simulated runs pooled) counted two ways: over every play, and over the plays that kept
+their level (what ``runs compare`` counts). With ``--agent fixed`` the agent never changes (every
+rate stays at its base), so any replay gain is the pool's and the controller's selection, not
+learning. Two rules side by side in one run, on the same draws where their pools agree:
 
 - ``level``: each environment scored by its plays at the level it plays next (the pool today);
 - ``latest``: scored by its latest plays whatever their level (the pool before 2026-12-06): an
@@ -20,7 +24,8 @@ iteration began, which environments each rule picks, beside those the run played
 run used must give them back exactly).
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/curriculum_sim.py [--runs 200] [--iterations 8]
-           [--rules latest,level] [--level1 after|before] [--set KEY=VALUE]
+           [--rules latest,level] [--level1 after|before] [--agent learning|fixed]
+           [--flat P] [--set KEY=VALUE]
        OMP_NUM_THREADS=1 .venv/bin/python benchmarks/curriculum_sim.py --archive RUN/archive.sqlite
 """
 
@@ -65,8 +70,10 @@ LEVEL1_BEFORE = {name: {1: (0.0, 0.0)} for name in ("cipher_machine", "countdown
 OTHER = 1 / 310
 
 
-def rate(name: str, level: int, iteration: int, iterations: int) -> float:
+def rate(name: str, level: int, iteration: int, iterations: int, learning: bool = True) -> float:
     base, trained = RATES.get(name, {}).get(level, (OTHER, OTHER))
+    if not learning:
+        return base
     return base + (trained - base) * iteration / max(1, iterations - 1)
 
 
@@ -80,7 +87,11 @@ def use_rule(archive, rule: str) -> None:
 
 
 def simulate(rule: str, run: int, iterations: int, plays: int, hint_gain: float,
-             records, curriculum: dict | None = None) -> list[dict]:
+             records, curriculum: dict | None = None, learning: bool = True,
+             played: list | None = None, moved: set | None = None) -> list[dict]:
+    """One simulated run's rows per iteration; each play is appended to ``played`` (as
+    ``env_plays`` rows, the env id prefixed by the run) and each play that moved its level to
+    ``moved``, when given."""
     import spadework.loop as loop
     from spadework.archive import Archive, archive_path
     from spadework.config import override, preset
@@ -105,7 +116,7 @@ def simulate(rule: str, run: int, iterations: int, plays: int, hint_gain: float,
             for env_id, level in res.plan.levels:
                 rec = names[env_id]
                 level = min(level, rec.levels)
-                p = rate(rec.name, level, i, iterations)
+                p = rate(rec.name, level, i, iterations, learning)
                 w = sum(draws.random() < p for _ in range(plays))
                 h = sum(draws.random() < min(1.0, p + hint_gain) for _ in range(plays))
                 a.record_env_stats(env_id, i, plays=plays, wins=w, regret=(h - w) / plays,
@@ -114,11 +125,28 @@ def simulate(rule: str, run: int, iterations: int, plays: int, hint_gain: float,
                                    down_at=cc.level_down_at)
                 if after != level:
                     a.record_level(env_id, i, from_level=level, to_level=after, plays=plays, wins=w)
+                    if moved is not None:
+                        moved.add((f"{run}:{env_id}", i))
+                if played is not None:
+                    played.append({"env_id": f"{run}:{env_id}", "iteration": i, "level": level,
+                                   "win_rate": w / plays, "p": p})
                 won.append(0 < w < plays)
                 in_band.append(rc.lo <= w / plays <= rc.hi)
                 levels.append(level)
             rows.append({"learnable": mean(won), "band": mean(in_band), "level": mean(levels)})
     return rows
+
+
+def true_change(played: list[dict], left_out: set) -> float:
+    """The mean change of the model's own win rate (``p``, which the draws only sample) between
+    the first and the latest play of each (environment, level) pair that ``runs compare`` pairs
+    (over the plays not in ``left_out``): what its replay figure estimates."""
+    by: dict = {}
+    for r in played:
+        if (r["env_id"], r["iteration"]) not in left_out:
+            by.setdefault((r["env_id"], r["level"]), []).append((r["iteration"], r["p"]))
+    diffs = [max(v)[1] - min(v)[1] for v in by.values() if len(v) > 1]
+    return mean(diffs) if diffs else 0.0
 
 
 def replay_run(path: Path, rules: list[str]) -> dict:
@@ -178,9 +206,20 @@ def main() -> None:
     ap.add_argument("--archive", type=Path, help="replay a run's pools instead of simulating")
     ap.add_argument("--level1", choices=("after", "before"), default="after",
                     help="the starters' level 1 as now, or before 2026-12-06's rewrite of three")
+    ap.add_argument("--agent", choices=("learning", "fixed"), default="learning",
+                    help="the agent's rates move toward the trained ones, or stay at the base")
+    ap.add_argument("--flat", type=float, metavar="P",
+                    help="every starter wins every level with probability P (with --agent "
+                    "fixed: the regime where the controller moves levels often)")
     args = ap.parse_args()
     if args.level1 == "before":
         RATES.update(LEVEL1_BEFORE)
+    if args.flat is not None:
+        if not 0 <= args.flat <= 1:
+            raise SystemExit(f"--flat must be a probability in [0, 1], got {args.flat}")
+        global OTHER
+        OTHER = args.flat
+        RATES.clear()
     if args.archive:
         if not args.archive.is_file():
             raise SystemExit(f"no archive at {args.archive}: pass RUN/archive.sqlite of a run")
@@ -194,12 +233,13 @@ def main() -> None:
     records = starter_records(preset("cpu-qwen").play.max_turns)
     out = {"runs": args.runs, "iterations": args.iterations, "plays": args.plays,
            "hint_gain": args.hint_gain, "curriculum": curriculum, "level1": args.level1,
-           "rules": {}}
+           "agent": args.agent, "flat": args.flat, "rules": {}}
+    from spadework.report.runs import replayed
     for rule in args.rules.split(","):
-        runs = []
+        runs, played, moved = [], [], set()
         for r in range(args.runs):
             runs.append(simulate(rule, r, args.iterations, args.plays, args.hint_gain, records,
-                                 curriculum))
+                                 curriculum, args.agent == "learning", played, moved))
             if (r + 1) % 25 == 0:
                 print(f"{rule}: {r + 1} of {args.runs} runs ({time.perf_counter() - t0:.0f} s)",
                       file=sys.stderr, flush=True)
@@ -215,9 +255,17 @@ def main() -> None:
                            "mean_level": round(mean(c["level"] for c in col), 3)})
         every = mean(all(run[i]["learnable"] >= 0.3 - 1e-9 for i in range(1, args.iterations))
                      for run in runs)
+        replays = {}
+        for name, left in (("every_play", set()), ("held_plays", moved)):
+            r = replayed(played, left)
+            replays[name] = None if r is None else {
+                "pairs": r.pairs, "first": round(r.first, 3), "latest": round(r.latest, 3),
+                "diff": round(r.diff, 3), "ci95": [round(x, 3) for x in r.ci95],
+                "left_out": r.left_out, "true_diff": round(true_change(played, left), 3)}
         out["rules"][rule] = {
             "per_iteration": per_it,
-            "runs_meeting_0.3_in_every_iteration_after_the_first": round(every, 3)}
+            "runs_meeting_0.3_in_every_iteration_after_the_first": round(every, 3),
+            "same_level_replays": replays}
     out["seconds"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(out, indent=1))
 
