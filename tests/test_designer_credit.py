@@ -175,3 +175,28 @@ def test_learning_potential_is_kept_per_skill():
     assert env_credit(new_env, cfg, t["logic"]).reward == pytest.approx(0.3)
     assert env_credit(new_env, cfg, t["math"]).reward == 0.0  # its skill's first observation
     assert skill_trackers({"math": []}, t, cfg) == t  # nothing played: the trackers carry over
+
+
+@pytest.mark.parametrize("p, chance", [(0.2, 0.136), (0.5, 0.151)])
+def test_a_hinted_arm_shown_no_hint_earns_the_design_no_regret(p, chance):
+    """Both arms unhinted (the hint leaked or was never written): by exact enumeration of the
+    two arms' 5 plays, the blend's floored regret term paid ``chance`` on average when every
+    instance counted (as it still does for episodes archived without their openings); leaving
+    out the instances whose hinted play opened as its unhinted twin did, it pays nothing."""
+    from math import comb
+
+    from spadework.reward import plateau
+
+    n = 5
+    for opening, paid in (("task", 0.0), ("", chance)):
+        expected = plateau_part = 0.0
+        for h in range(n + 1):
+            for u in range(n + 1):
+                pr = comb(n, h) * p**h * (1 - p)**(n - h) * comb(n, u) * p**u * (1 - p)**(n - u)
+                eps = [Episode("e", arm, i, i, (), (1.0 if i < k else 0.0,), True, False,
+                               "completed", opening=f"{opening} {i}" if opening else "")
+                       for arm, k in (("hint", h), ("no_hint", u)) for i in range(n)]
+                o = score_env("e", eps)
+                expected += pr * env_credit(o, RewardConfig(), None).reward
+                plateau_part += pr * 0.6 * plateau(o.win_rate)
+        assert expected - plateau_part == pytest.approx(paid, abs=5e-4), opening
