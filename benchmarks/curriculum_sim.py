@@ -138,15 +138,13 @@ def simulate(rule: str, run: int, iterations: int, plays: int, hint_gain: float,
 
 
 def true_change(played: list[dict], left_out: set) -> float:
-    """The mean change of the model's own win rate (``p``, which the draws only sample) between
-    the first and the latest play of each (environment, level) pair that ``runs compare`` pairs
-    (over the plays not in ``left_out``): what its replay figure estimates."""
-    by: dict = {}
-    for r in played:
-        if (r["env_id"], r["iteration"]) not in left_out:
-            by.setdefault((r["env_id"], r["level"]), []).append((r["iteration"], r["p"]))
-    diffs = [max(v)[1] - min(v)[1] for v in by.values() if len(v) > 1]
-    return mean(diffs) if diffs else 0.0
+    """The mean change of the model's own win rate (``p``, which the draws only sample) over the
+    pairs ``runs compare`` forms from ``played`` leaving out ``left_out`` (its own pairing, fed
+    ``p`` for the drawn rate): what its replay figure estimates."""
+    from spadework.report.runs import replayed
+
+    r = replayed([{**row, "win_rate": row["p"]} for row in played], left_out)
+    return 0.0 if r is None else r.diff
 
 
 def replay_run(path: Path, rules: list[str]) -> dict:

@@ -269,7 +269,8 @@ def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
     scored = [o for o in (M.score_env(e.env_id, it.episodes()) for e in it.envs()) if o]
     rates: dict[str, list[float]] = {}
     for o in scored:
-        rates.setdefault(skills[o.env_id], []).extend([o.win_rate] if o.plays else [])
+        if o.plays:  # an outcome of no plays (every one failed) has no win rate to observe
+            rates.setdefault(skills[o.env_id], []).append(o.win_rate)
     before = {k: LearningPotential.from_dict(v)
               for k, v in (a.load_state(LP_STATE) or {}).items()}
     trackers = skill_trackers(rates, before, rc)

@@ -137,11 +137,14 @@ def hinted_rewards(archive: Archive) -> list[tuple[int, bytes, bool]]:
     both its plays (hinted and unhinted, the same seed) ended as games, as
     :func:`spadework.metrics.score_env` counts them, so the hinted win rate is over the same
     instances as the unhinted one (a failed play, of either arm, leaves its instance out)."""
+    from spadework.metrics import GAME_ENDS  # here: the scoring module, not needed to open runs
+
+    ends = ", ".join("?" * len(GAME_ENDS))
     return [(r[0], r[1], bool(r[2])) for r in archive.query(
         "SELECT h.iteration, h.rewards, h.terminated FROM episodes h JOIN episodes n "
         "ON n.iteration = h.iteration AND n.env_id = h.env_id AND n.play_index = h.play_index "
-        "AND n.arm = 'no_hint' WHERE h.arm = 'hint' "
-        "AND h.status IN ('completed', 'truncated') AND n.status IN ('completed', 'truncated')")]
+        f"AND n.arm = 'no_hint' WHERE h.arm = 'hint' AND h.status IN ({ends}) "
+        f"AND n.status IN ({ends})", (*GAME_ENDS, *GAME_ENDS))]
 
 
 def unhinted_length_cut_share(archive: Archive) -> dict[int, float]:
