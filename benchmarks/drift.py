@@ -126,6 +126,7 @@ def run_samples(run_dir: Path, iteration: int) -> tuple[list, dict, str]:
     if not episodes:
         raise SystemExit(f"{run_dir} has no episodes of iteration {iteration}")
     samples = agent_assembly(episodes, format_weight=cfg.reward.format_weight,
+                             format_shaping=cfg.reward.format_shaping,
                              pack=cfg.learner.pack_turns).samples
     return list(samples), dataclasses.asdict(cfg.learner), config.get("agent_model") or config["model"]
 

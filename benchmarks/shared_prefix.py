@@ -40,7 +40,8 @@ def samples(run_dir: Path, preset: str) -> tuple[list, object]:
     cfg = load_config(preset_name=preset)
     with Archive.open(archive_path(run_dir), create=False) as a:
         episodes = a.episodes()
-    agent = agent_assembly(episodes, format_weight=cfg.reward.format_weight, pack=cfg.learner.pack_turns)
+    agent = agent_assembly(episodes, format_weight=cfg.reward.format_weight,
+                           format_shaping=cfg.reward.format_shaping, pack=cfg.learner.pack_turns)
     return [s for s in agent.samples if s.advantage != 0], cfg
 
 

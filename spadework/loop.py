@@ -317,7 +317,7 @@ def _train(ctx: RunContext, it: _Iteration) -> StageResult:
     ready = a.ready_attempts()
     keys = [att.key for att in ready]
     agent = agent_assembly(it.episodes(), format_weight=cfg.reward.format_weight,
-                           pack=cfg.learner.pack_turns)
+                           format_shaping=cfg.reward.format_shaping, pack=cfg.learner.pack_turns)
     # the reference's scale counts agent trajectories (192 = 24 envs x 8 plays): episodes, not
     # samples, whose number changes with packing (pack_turns) and with the turns per episode
     scale = cfg.reward.designer_scale or reference_designer_scale(

@@ -11,6 +11,13 @@ from spadework.errors import ConfigError
 Variant = Literal["blend", "regret", "solve_rate", "learning_potential", "variance"]
 VARIANTS: tuple[str, ...] = get_args(Variant)
 
+#: How the format bonus enters the agent's advantage (``spadework.train.batch.agent_assembly``):
+#: ``"zscored"``, added to the return before the group's z-score, so that in a group without a
+#: win the bonus is all there is and gets the size of a win; ``"added"``, added after the
+#: z-score as ``format_weight * (share - the group's mean share)``, the size its weight says.
+FormatShaping = Literal["zscored", "added"]
+FORMAT_SHAPINGS: tuple[str, ...] = get_args(FormatShaping)
+
 
 @dataclass(frozen=True)
 class RewardConfig:
@@ -22,6 +29,8 @@ class RewardConfig:
     design whose environment hung in a step. ``designer_scheme``: ``center_scale`` (the
     reference: reward minus its skill's mean, times ``designer_scale``, which ``None`` sets to
     the reference's ``min(n_agent / n_designer * regen_interval, 50)``) or ``zscore`` per skill.
+    ``format_weight``: the agent's bonus per unit share of well-formed replies (0 = off), and
+    ``format_shaping`` how it enters the advantage (:data:`FORMAT_SHAPINGS`).
     """
 
     variant: str = "blend"
@@ -40,6 +49,7 @@ class RewardConfig:
     designer_scheme: str = "center_scale"
     designer_scale: float | None = None
     format_weight: float = 0.0
+    format_shaping: str = "zscored"
     rejection_progress: float = 0.0
 
     def __post_init__(self) -> None:
@@ -50,6 +60,9 @@ class RewardConfig:
         if not 0 < self.lp_gamma_slow < self.lp_gamma_fast <= 1:
             raise ConfigError("RewardConfig needs 0 < lp_gamma_slow < lp_gamma_fast <= 1 "
                               "(gamma weights the new observation)")
+        if self.format_shaping not in FORMAT_SHAPINGS:
+            raise ConfigError(f"RewardConfig.format_shaping must be one of {FORMAT_SHAPINGS}, "
+                              f"got {self.format_shaping!r}")
         if self.designer_scheme not in ("center_scale", "zscore"):
             raise ConfigError("RewardConfig.designer_scheme must be 'center_scale' or 'zscore'")
         if self.designer_scale is not None and not self.designer_scale > 0:

@@ -15,9 +15,14 @@ unhinted arm's baseline. Episodes that ended in ``env_error`` or ``timeout`` (th
 failed or was too slow) or ``policy_error`` are left out of both the groups and the samples: they
 say nothing about the agent's play.
 
-With ``format_weight > 0`` the returns that are z-scored are ``shaped_return(return,
-episode.format_share, format_weight)`` (``spadework.reward``): a small bonus for replies the
-host parsed, for models too small to win at first; the win rate and regret never see it.
+With ``format_weight > 0`` the agent also earns a small bonus for replies the host parsed, for
+models too small to win at first; the win rate and regret never see it. ``format_shaping``
+says where it enters. ``"zscored"``: the returns that are z-scored are ``shaped_return(return,
+episode.format_share, format_weight)`` (``spadework.reward``), so in a group without a win the
+bonus is all there is and the z-score gives it the size of a win (one unparsed reply of four in
+five lost plays: an advantage of -2.0 at any weight). ``"added"``: the returns are z-scored
+alone and each episode's advantage gains ``format_weight * (share - the group's mean share)``,
+the size the weight says, in every group.
 
 Designer samples and their advantages are built by :mod:`spadework.designer.credit`, the home
 of every designer crediting rule.
@@ -44,6 +49,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from spadework.reward import episode_return, group_zscore, shaped_return
+from spadework.settings.reward import FORMAT_SHAPINGS
 from spadework.settings.run import ROLES
 from spadework.types import ARMS, Episode, Sampling
 
@@ -199,7 +205,8 @@ def pack_turns(turns: Sequence[Sample]) -> list[Sample]:
 
 
 def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hint",),
-                   eps: float = 1e-8, format_weight: float = 0.0, pack: bool = False) -> Assembly:
+                   eps: float = 1e-8, format_weight: float = 0.0, format_shaping: str = "zscored",
+                   pack: bool = False) -> Assembly:
     """Agent samples with per-(env, arm) z-scored returns; see the module docstring. With
     ``pack``, each episode's turns are packed (:func:`pack_turns`).
 
@@ -214,6 +221,8 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
     unknown = set(arms) - set(ARMS)
     if unknown:
         raise ValueError(f"unknown arms {sorted(unknown)}; choose from {ARMS}")
+    if format_shaping not in FORMAT_SHAPINGS:
+        raise ValueError(f"format_shaping must be one of {FORMAT_SHAPINGS}, got {format_shaping!r}")
     dropped: Counter[str] = Counter()
     groups: dict[Hashable, list[Episode]] = {}
     for e in episodes:
@@ -227,10 +236,16 @@ def agent_assembly(episodes: Sequence[Episode], *, arms: Sequence[str] = ("no_hi
     n_packed = n_episodes = 0
     for (env_id, arm), members in groups.items():
         returns = [episode_return(e.rewards, e.terminated) for e in members]
-        if format_weight:
+        if format_weight and format_shaping == "zscored":
             returns = [shaped_return(r, e.format_share, format_weight)
                        for r, e in zip(returns, members, strict=True)]
-        for e, adv in zip(members, group_zscore(returns, eps), strict=True):
+        advantages = group_zscore(returns, eps)
+        if format_weight and format_shaping == "added":
+            shares = [e.format_share for e in members]
+            mean = sum(shares) / len(shares)
+            advantages = [shaped_return(a, s, format_weight) - format_weight * mean
+                          for a, s in zip(advantages, shares, strict=True)]
+        for e, adv in zip(members, advantages, strict=True):
             mine = []
             for t_index, t in enumerate(e.turns):
                 why = trainable_reason(t.prompt_ids, t.output_ids, t.logprobs, t.sampling)

@@ -88,6 +88,29 @@ def test_format_weight_separates_equal_returns_by_well_formed_replies():
     assert [round(s.advantage, 6) for s in mixed.samples] == [-1.0, -1.0, 1.0, 1.0]
 
 
+def test_format_added_after_the_zscore_keeps_the_size_its_weight_says():
+    def ep(i, parsed, ret=0.0):
+        turns = tuple(Turn((1, 2), (5,), (-0.1,), "", "", "", 0.0, "stop", T, ok) for ok in parsed)
+        return Episode("a", "no_hint", i, i, turns, (ret,), True, False, "completed")
+
+    # five lost plays, one with an unparsed reply of four: z-scored with the return, the
+    # formatting alone gets the size of a win (-2.0 for the one unparsed reply, at any weight)
+    lost = [ep(i, [True, True, True, i > 0]) for i in range(5)]
+    zscored = {s.key[2]: s.advantage for s in agent_assembly(lost, format_weight=0.2).samples}
+    assert zscored[0] == pytest.approx(-2.0) and zscored[1] == pytest.approx(0.5)
+    added = {s.key[2]: s.advantage
+             for s in agent_assembly(lost, format_weight=0.2, format_shaping="added").samples}
+    # 0.2 * (share - mean share): shares 0.75, 1, 1, 1, 1, mean 0.95
+    assert added[0] == pytest.approx(0.2 * (0.75 - 0.95)) and added[1] == pytest.approx(0.01)
+    # where a play wins, the win carries the group's z-score and the format its small share
+    mixed = [ep(0, [True, True]), ep(1, [False, False], ret=1.0)]
+    got = {s.key[2]: s.advantage
+           for s in agent_assembly(mixed, format_weight=0.2, format_shaping="added").samples}
+    assert got[0] == pytest.approx(-1.0 + 0.1) and got[1] == pytest.approx(1.0 - 0.1)
+    with pytest.raises(ValueError, match="format_shaping"):
+        agent_assembly(lost, format_weight=0.2, format_shaping="after")
+
+
 def test_turns_without_a_sampling_record_are_dropped():
     """Archived before sampling was recorded: the learner cannot score them as drawn."""
     old = Turn((1, 2, 3), (5, 6), (-0.1, -0.2), "t", "a", "o", 0.0, "stop", None, True)
