@@ -134,7 +134,10 @@ def replay_probabilities(candidates: Sequence[Candidate], iteration: int, *,
     """PLR's replay distribution ``(1 - rho) * P_score + rho * P_stale`` over the candidates.
 
     ``P_score``: ``h_i ** (1 / temperature)`` normalised, with ``h_i = 1 / rank_i`` (rank 1 = the
-    highest score; never played ranks above everything; ties broken by env id).
+    highest score; never played ranks above everything). Tied candidates share the weight of
+    the ranks they span equally (a tie broken by env id, as PLR's argsort breaks it, made the
+    first of the starters unplayed at iteration 0 ten times as likely as the second at
+    temperature 0.3).
     ``P_stale``: ``(iteration - last_played_i)`` normalised, never played counting as -1; uniform
     when every staleness is 0.
 
@@ -147,14 +150,27 @@ def replay_probabilities(candidates: Sequence[Candidate], iteration: int, *,
     [0.3352, 0.3239, 0.3409]
     >>> [round(p, 4) for p in replay_probabilities(cs, 3, temperature=1.0, staleness_coef=0.0)]
     [0.5455, 0.2727, 0.1818]
+    >>> tied = [Candidate(e, None, None) for e in "abc"] + [Candidate("d", 0.5, 0)]
+    >>> [round(p, 4) for p in replay_probabilities(tied, 0, temperature=0.3, staleness_coef=0.0)]
+    [0.3304, 0.3304, 0.3304, 0.0087]
     """
     if not candidates:
         return []
-    order = sorted(range(len(candidates)), key=lambda i: (
-        -math.inf if candidates[i].score is None else -candidates[i].score, candidates[i].env_id))
+
+    def key(i: int) -> float:
+        return -math.inf if candidates[i].score is None else -candidates[i].score
+
+    order = sorted(range(len(candidates)), key=lambda i: (key(i), candidates[i].env_id))
     h = [0.0] * len(candidates)
-    for rank, i in enumerate(order, 1):
-        h[i] = (1.0 / rank) ** (1.0 / temperature)
+    start = 0
+    while start < len(order):  # one run of tied scores at a time: ranks start+1 .. end
+        end = start + 1
+        while end < len(order) and key(order[end]) == key(order[start]):
+            end += 1
+        share = math.fsum((1.0 / r) ** (1.0 / temperature) for r in range(start + 1, end + 1))
+        for i in order[start:end]:
+            h[i] = share / (end - start)
+        start = end
     total_h = math.fsum(h)
     stale = [float(iteration - (-1 if c.last_played is None else c.last_played)) for c in candidates]
     stale = [max(0.0, s) for s in stale]

@@ -56,6 +56,25 @@ def test_never_played_ranks_first():
     assert p == pytest.approx([1 / 3, 2 / 3])
 
 
+def test_tied_scores_share_their_ranks_weight_whatever_their_ids():
+    # iteration 0: every starter unplayed and tied. Broken by id, the first drawn at
+    # temperature 0.3 was (1/1) / (1/2) ** (1 / 0.3) = 10 times as likely as the second
+    tied = [Candidate(e, None, None) for e in ("maze", "nim", "countdown", "sequence")]
+    p = replay_probabilities(tied, 0, temperature=0.3, staleness_coef=0.0)
+    assert p == pytest.approx([0.25] * 4)
+    # a tie among played ones shares the weight of ranks 2 and 3, between ranks 1 and 4
+    cs = [Candidate("z", 0.9, 0), Candidate("b", 0.5, 0), Candidate("a", 0.5, 0),
+          Candidate("c", 0.1, 0)]
+    p = replay_probabilities(cs, 1, temperature=1.0, staleness_coef=0.0)
+    total = 1 + 1 / 2 + 1 / 3 + 1 / 4
+    assert p == pytest.approx([1 / total, (1 / 2 + 1 / 3) / 2 / total,
+                               (1 / 2 + 1 / 3) / 2 / total, 1 / 4 / total])
+    # renaming a tied candidate does not move its share
+    renamed = [Candidate("zz" if c.env_id == "a" else c.env_id, c.score, c.last_played)
+               for c in cs]
+    assert replay_probabilities(renamed, 1, temperature=1.0, staleness_coef=0.0) == pytest.approx(p)
+
+
 def test_choose_pool_fresh_first_then_sampled_by_plr():
     cfg = CurriculumConfig(pool_size=3, replay_temperature=1.0, staleness_coef=0.5)
     cs = [Candidate("a", 0.9, 2), Candidate("b", 0.5, 0), Candidate("c", 0.1, None),
