@@ -1,0 +1,85 @@
+"""How the agent's replies and its training signal move over a run, per iteration, from archives.
+
+For each ``RUN_DIR`` and iteration, over the unhinted arm: plays and wins (an episode that ended
+as a game with a positive return), replies, those that held a move (``Turn.parsed``), how they
+ended (``finish_reason``: ``move`` stopped at the move, ``stop`` ended without one, ``length``
+cut at the token limit), the mean and median reply in characters; and where the agent's
+advantages put their weight under each ``[reward] format_shaping`` at ``--format-weight``: the
+token-weighted sum of ``|advantage|`` over the samples the train stage would assemble from that
+iteration's episodes, and its share in environments none of whose unhinted plays won (where the
+format term is all there is). The advantages are recomputed, not read back, so one run's
+episodes show what either mode would have trained on. No model is loaded; prints one JSON object.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/agent_replies.py runs/fixed-pool-s2 \\
+        runs/fixed-pool-added-s2 [--format-weight 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spadework.settings.reward import FORMAT_SHAPINGS  # noqa: E402
+
+
+def iteration_figures(episodes: list, format_weight: float) -> dict:
+    from spadework.metrics import GAME_ENDS
+    from spadework.reward import episode_return
+    from spadework.train.batch import agent_assembly
+
+    unhinted = [e for e in episodes if e.arm == "no_hint"]
+    games = [e for e in unhinted if e.status in GAME_ENDS]
+    won = {e.env_id for e in games if episode_return(e.rewards, e.terminated) > 0}
+    replies = [t for e in unhinted for t in e.turns]
+    chars = [len(t.text) for t in replies] or [0]
+    mass = {}
+    for mode in FORMAT_SHAPINGS:
+        samples = agent_assembly(episodes, format_weight=format_weight, format_shaping=mode).samples
+        total = sum(abs(s.advantage) * len(s.output_ids) for s in samples)
+        nowin = sum(abs(s.advantage) * len(s.output_ids) for s in samples if s.key[0] not in won)
+        mass[mode] = {"token_weighted_abs_advantage": round(total, 1),
+                      "share_without_a_win": round(nowin / total, 3) if total else None}
+    return {
+        "plays": len(games),
+        "wins": sum(episode_return(e.rewards, e.terminated) > 0 for e in games),
+        "replies": len(replies),
+        "with_a_move": sum(t.parsed for t in replies),
+        "finish": dict(Counter(t.finish_reason for t in replies)),
+        "mean_chars": round(statistics.mean(chars), 1),
+        "median_chars": statistics.median(chars),
+        "advantage_mass": mass,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="+", type=Path, help="run directories (each with archive.sqlite)")
+    ap.add_argument("--format-weight", type=float, default=0.2)
+    args = ap.parse_args(argv)
+    from spadework.archive import Archive, archive_path
+
+    out = {"format_weight": args.format_weight, "runs": {}}
+    for run in args.runs:
+        path = archive_path(run)
+        if not path.exists():
+            raise SystemExit(f"{run}: no archive at {path}; pass a run directory")
+        with Archive.open(path, create=False) as a:
+            per = {}
+            it = 0
+            while episodes := a.episodes(iteration=it):
+                per[it] = iteration_figures(episodes, args.format_weight)
+                it += 1
+        out["runs"][str(run)] = per
+        print(f"{run}: {len(per)} iterations", file=sys.stderr)
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
