@@ -8,7 +8,11 @@ advantages put their weight under each ``[reward] format_shaping`` at ``--format
 token-weighted sum of ``|advantage|`` over the samples the train stage would assemble from that
 iteration's episodes, and its share in environments none of whose unhinted plays won (where the
 format term is all there is). The advantages are recomputed, not read back, so one run's
-episodes show what either mode would have trained on. No model is loaded; prints one JSON object.
+episodes show what either mode would have trained on. Per run, over every iteration: the two
+arms' plays of one instance (same environment, iteration and seed, both ended as games) paired
+by who won, with the exact two-sided sign test over the pairs only one arm won: whether the hint
+helps the agent at all, which hint-based regret needs. No model is loaded; prints one JSON
+object.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/agent_replies.py runs/fixed-pool-s2 \\
         runs/fixed-pool-added-s2 [--format-weight 0.2]
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from collections import Counter
@@ -57,6 +62,31 @@ def iteration_figures(episodes: list, format_weight: float) -> dict:
     }
 
 
+def arm_pairs(by_iteration: dict) -> dict:
+    """The instances both arms played to a game's end (``by_iteration``: iteration -> its
+    episodes), by who won, and the exact two-sided sign test p over those only one arm won."""
+    from spadework.metrics import GAME_ENDS
+    from spadework.reward import episode_return
+
+    won: dict = {}
+    for it, episodes in by_iteration.items():
+        for e in episodes:
+            if e.status in GAME_ENDS:
+                won.setdefault((it, e.env_id, e.seed), {})[e.arm] = (
+                    episode_return(e.rewards, e.terminated) > 0)
+    counts = Counter()
+    for arms in won.values():
+        if len(arms) == 2:
+            counts[{(False, False): "neither", (False, True): "unhinted_only",
+                    (True, False): "hinted_only", (True, True): "both"}[
+                        (arms["hint"], arms["no_hint"])]] += 1
+    h, u = counts["hinted_only"], counts["unhinted_only"]
+    n = h + u
+    p = min(1.0, 2 * sum(math.comb(n, k) for k in range(min(h, u) + 1)) / 2 ** n) if n else 1.0
+    return {k: counts[k] for k in ("neither", "unhinted_only", "hinted_only", "both")} | {
+        "sign_test_p": round(p, 4)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path, help="run directories (each with archive.sqlite)")
@@ -69,13 +99,15 @@ def main(argv: list[str] | None = None) -> int:
         path = archive_path(run)
         if not path.exists():
             raise SystemExit(f"{run}: no archive at {path}; pass a run directory")
+        every = {}
         with Archive.open(path, create=False) as a:
             per = {}
             it = 0
             while episodes := a.episodes(iteration=it):
                 per[it] = iteration_figures(episodes, args.format_weight)
+                every[it] = episodes
                 it += 1
-        out["runs"][str(run)] = per
+        out["runs"][str(run)] = {"iterations": per, "arms": arm_pairs(every)}
         print(f"{run}: {len(per)} iterations", file=sys.stderr)
     print(json.dumps(out, indent=1))
     return 0

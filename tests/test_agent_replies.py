@@ -54,6 +54,22 @@ def test_counts_the_unhinted_arm_and_splits_the_advantage_mass(ar):
     assert added["token_weighted_abs_advantage"] < zs["token_weighted_abs_advantage"]
 
 
+def test_pairs_the_arms_by_instance_and_tests_the_discordant_ones(ar):
+    def pair(i, hinted, unhinted):
+        return [ep("a", i, [True], float(hinted), arm="hint"), ep("a", i, [True], float(unhinted))]
+
+    plays = [*pair(0, 1, 0), *pair(1, 1, 1), *pair(2, 0, 1), *pair(3, 0, 0),
+             ep("a", 4, [True], 1.0), ep("a", 5, [True], 1.0, arm="hint", status="env_error"),
+             ep("a", 5, [True], 0.0)]  # 4: no hinted play; 5: the hinted one failed
+    got = ar.arm_pairs({0: plays, 1: pair(0, 0, 1)})  # iteration 1's seed 0 is its own instance
+    assert got == {"neither": 1, "unhinted_only": 2, "hinted_only": 1, "both": 1,
+                   "sign_test_p": 1.0}
+    lopsided = ar.arm_pairs({0: [p for i in range(6) for p in pair(i, 0, 1)]})
+    assert lopsided["unhinted_only"] == 6 and lopsided["sign_test_p"] == pytest.approx(2 / 64,
+                                                                                         abs=1e-4)
+    assert ar.arm_pairs({})["sign_test_p"] == 1.0
+
+
 def test_command_line_reads_each_iteration_and_refuses_a_folder_without_a_run(ar, tmp_path):
     run = tmp_path / "run"
     envs = [EnvRecord(f"class {n}Env:\n    pass\n", f"{n}Env", "games", None, "accepted", 0)
@@ -65,9 +81,13 @@ def test_command_line_reads_each_iteration_and_refuses_a_folder_without_a_run(ar
             a.add_episodes(it, episodes(envs[0].env_id, envs[1].env_id))
     out = subprocess.run([sys.executable, str(SCRIPT), str(run)], capture_output=True, text=True,
                          check=True)
-    per = json.loads(out.stdout)["runs"][str(run)]
+    got = json.loads(out.stdout)["runs"][str(run)]
+    per = got["iterations"]
     assert sorted(per) == ["0", "1"] and per["1"] == ar.iteration_figures(
         episodes(envs[0].env_id, envs[1].env_id), 0.2)
+    # one instance a run's iteration (env a, seed 0) was played by both arms: the hinted won
+    assert got["arms"] == {"neither": 0, "unhinted_only": 0, "hinted_only": 2, "both": 0,
+                           "sign_test_p": 0.5}
     bad = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "nothing")],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "no archive" in bad.stderr
