@@ -24,6 +24,7 @@ makes the same choices.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Sequence
@@ -162,15 +163,14 @@ def replay_probabilities(candidates: Sequence[Candidate], iteration: int, *,
 
     order = sorted(range(len(candidates)), key=lambda i: (key(i), candidates[i].env_id))
     h = [0.0] * len(candidates)
-    start = 0
-    while start < len(order):  # one run of tied scores at a time: ranks start+1 .. end
-        end = start + 1
-        while end < len(order) and key(order[end]) == key(order[start]):
-            end += 1
-        share = math.fsum((1.0 / r) ** (1.0 / temperature) for r in range(start + 1, end + 1))
-        for i in order[start:end]:
-            h[i] = share / (end - start)
-        start = end
+    rank = 0
+    for _, run in itertools.groupby(order, key=key):  # one run of tied scores at a time
+        tied = list(run)
+        ranks = range(rank + 1, rank + len(tied) + 1)
+        share = math.fsum((1.0 / r) ** (1.0 / temperature) for r in ranks) / len(tied)
+        for i in tied:
+            h[i] = share
+        rank += len(tied)
     total_h = math.fsum(h)
     stale = [float(iteration - (-1 if c.last_played is None else c.last_played)) for c in candidates]
     stale = [max(0.0, s) for s in stale]
