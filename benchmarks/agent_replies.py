@@ -9,10 +9,10 @@ token-weighted sum of ``|advantage|`` over the samples the train stage would ass
 iteration's episodes, and its share in environments none of whose unhinted plays won (where the
 format term is all there is). The advantages are recomputed, not read back, so one run's
 episodes show what either mode would have trained on. Per run, over every iteration: the two
-arms' plays of one instance (same environment, iteration and seed, both ended as games) paired
-by who won, with the exact two-sided sign test over the pairs only one arm won: whether the hint
-helps the agent at all, which hint-based regret needs. No model is loaded; prints one JSON
-object.
+arms' plays of one instance (same environment, iteration and play index, both ended as games,
+the hinted one shown a hint) paired by who won, with the exact two-sided sign test over the
+pairs only one arm won: whether the hint helps the agent at all, which hint-based regret needs.
+No model is loaded; prints one JSON object.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/agent_replies.py runs/fixed-pool-s2 \\
         runs/fixed-pool-added-s2 [--format-weight 0.2]
@@ -40,7 +40,8 @@ def iteration_figures(episodes: list, format_weight: float) -> dict:
 
     unhinted = [e for e in episodes if e.arm == "no_hint"]
     games = [e for e in unhinted if e.status in GAME_ENDS]
-    won = {e.env_id for e in games if episode_return(e.rewards, e.terminated) > 0}
+    wins = [e for e in games if episode_return(e.rewards, e.terminated) > 0]
+    won = {e.env_id for e in wins}
     replies = [t for e in unhinted for t in e.turns]
     chars = [len(t.text) for t in replies] or [0]
     mass = {}
@@ -52,7 +53,7 @@ def iteration_figures(episodes: list, format_weight: float) -> dict:
                       "share_without_a_win": round(nowin / total, 3) if total else None}
     return {
         "plays": len(games),
-        "wins": sum(episode_return(e.rewards, e.terminated) > 0 for e in games),
+        "wins": len(wins),
         "replies": len(replies),
         "with_a_move": sum(t.parsed for t in replies),
         "finish": dict(Counter(t.finish_reason for t in replies)),
@@ -64,16 +65,21 @@ def iteration_figures(episodes: list, format_weight: float) -> dict:
 
 def arm_pairs(by_iteration: dict) -> dict:
     """The instances both arms played to a game's end (``by_iteration``: iteration -> its
-    episodes), by who won, and the exact two-sided sign test p over those only one arm won."""
-    from spadework.metrics import GAME_ENDS
+    episodes), by who won, and the exact two-sided sign test p over those only one arm won.
+    Instances are paired as regret pairs them (``spadework.metrics.score_env``): by play index,
+    leaving out those whose hinted play was shown no hint."""
+    from spadework.metrics import GAME_ENDS, _hintless
     from spadework.reward import episode_return
 
     won: dict = {}
     for it, episodes in by_iteration.items():
-        for e in episodes:
-            if e.status in GAME_ENDS:
-                won.setdefault((it, e.env_id, e.seed), {})[e.arm] = (
-                    episode_return(e.rewards, e.terminated) > 0)
+        for env_id in {e.env_id for e in episodes}:
+            mine = [e for e in episodes if e.env_id == env_id]
+            hintless = _hintless(mine)
+            for e in mine:
+                if e.status in GAME_ENDS and e.play_index not in hintless:
+                    won.setdefault((it, env_id, e.play_index), {})[e.arm] = (
+                        episode_return(e.rewards, e.terminated) > 0)
     counts = Counter()
     for arms in won.values():
         if len(arms) == 2:

@@ -3,6 +3,7 @@ format shaping, on episodes built here (no model), and its command line on a rea
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import subprocess
@@ -68,6 +69,12 @@ def test_pairs_the_arms_by_instance_and_tests_the_discordant_ones(ar):
     assert lopsided["unhinted_only"] == 6 and lopsided["sign_test_p"] == pytest.approx(2 / 64,
                                                                                          abs=1e-4)
     assert ar.arm_pairs({})["sign_test_p"] == 1.0
+    # a hinted play that opened as its unhinted twin did was shown no hint: left out, as regret
+    # leaves it out (spadework.metrics.score_env)
+    shown = [dataclasses.replace(e, opening="Play. Hint: go left" if e.arm == "hint" else "Play.")
+             for e in pair(0, 1, 0)]
+    hintless = [dataclasses.replace(e, opening="Play.") for e in pair(1, 1, 0)]
+    assert ar.arm_pairs({0: shown + hintless})["hinted_only"] == 1
 
 
 def test_command_line_reads_each_iteration_and_refuses_a_folder_without_a_run(ar, tmp_path):
