@@ -7,8 +7,9 @@ environment, so the memory shows nothing). One short module that passes the chec
 rule at work. It subclasses the games base class (``from gameenv import GameEnv``), which does
 the turns, the parsing of the box, truncation and the readable feedback, so the designer writes
 only the game: three levels drawn in ``setup()``, a task that shows every number its answer
-depends on (the checker's ``visible`` stage), a concrete example move that is not the answer,
-a judge with informative feedback and a ``solution()`` computed from the state. It is short on
+depends on (the checker's ``visible`` stage) and the answer computed from the state as
+``self.answer``, from which the base class makes the example move, the judge's "too high" or
+"too low" and ``solution()`` (four of the six short games too; two write their own). It is short on
 purpose: the model's module must fit in ``DesignConfig.max_tokens``, and an example sets the
 length it imitates. It needs no ``re``: the 1.5B model, rewriting an earlier example, kept
 ``re.search`` and dropped ``import re`` (4 of the 7 design attempts of a cpu-qwen run's first
@@ -52,21 +53,6 @@ class CompoundInterestEnv(GameEnv):
         return (f"A deposit of {self.deposit} coins earns {self.rate}% interest a year, "
                 f"added at the end of each year and rounded down. What is the balance "
                 f"after {self.years} year(s)? Answer with a whole number.")
-
-    def example(self):
-        return str(self.deposit)
-
-    def judge(self, move):
-        if not move.isdigit():
-            return self.INVALID, f"{move} is not a whole number."
-        if int(move) == self.answer:
-            return self.WIN, "That is the balance."
-        if int(move) > self.answer:
-            return self.CONTINUE, f"{move} is too high."
-        return self.CONTINUE, f"{move} is too low."
-
-    def solution(self):
-        return self.box(self.answer)
 
     def hint(self):
         return f"Each year the balance grows by {self.rate}% of itself."

@@ -90,17 +90,21 @@ reads the agent's move from its \\boxed{...}, ends the game after max_turns move
 every observation so that a small agent can read it. Do not write __init__, reset or step. You
 write only:
 - LEVELS = 3, and setup(self, rng): build the instance for self.level from rng (a
-  random.Random). self.level (1 to LEVELS) is given: read it, never assign it. Level 1 is
-  easy enough to win in one or two careful moves; a higher level is a bigger instance (more
-  digits, a wider range, more items), never new rules.
+  random.Random) and compute self.answer from it: a whole number (or one word). self.level (1
+  to LEVELS) is given: read it, never assign it. Level 1 is easy enough to win in one or two
+  careful moves; a higher level is a bigger instance (more digits, a wider range, more items),
+  never new rules.
 - task(self): the task and its current state, with every number and rule the answer depends
   on: the agent must be able to work out the answer from this text alone.
+- hint(self), optionally: a clue that helps without giving the answer.
+With self.answer set, GameEnv does the rest: it shows a number from the task as the example
+move, tells the agent whether a wrong number is too high or too low, and wins on self.answer.
+Only a game with different kinds of moves (a path, a sequence of actions) also writes:
 - example(self): one concrete legal move that is not the answer, such as "7" or "3 + 4".
 - judge(self, move): move is the text inside the agent's box. Return (self.WIN, message),
   (self.LOSE, message) when the game is lost for good, (self.CONTINUE, message) for a legal
   move that did not win (update the state), or (self.INVALID, message) for an illegal move.
-- solution(self): self.box(answer), or a list of moves, computed from what task() shows.
-- hint(self), optionally: a clue that helps without giving the answer."""
+- solution(self): the list of winning moves, each as self.box(move), computed from the state."""
 
 SETTING_RULES = {
     "games": (
@@ -132,10 +136,11 @@ CHECKLIST = {
         "- Assigning self.level. It is the level you are asked to build (1 to LEVELS): read it "
         "to size the instance, never write self.level = ...; store your own values under other "
         "names.\n"
-        "- judge() returns exactly two values: one of self.WIN, self.LOSE, self.CONTINUE, "
-        "self.INVALID, and a message string.\n"
-        "- solution() returns self.box(...) or a list of them, computed from the state built in "
-        "setup().\n"
+        "- No self.answer. A game with one answer sets self.answer in setup(), computed from "
+        "the values task() shows, and writes no judge() or solution().\n"
+        "- If you write judge(), it returns exactly two values: one of self.WIN, self.LOSE, "
+        "self.CONTINUE, self.INVALID, and a message string; solution() returns a list of "
+        "self.box(...) moves that judge() accepts.\n"
         "- Every method has a working body: no pass, no ..., no placeholder comments, no "
         "NotImplementedError.\n"
         "- Import every module you use (`import random`, `from gameenv import GameEnv`) at the "
@@ -178,9 +183,9 @@ REPAIR_ADVICE = {
     "determinism": "Draw every random choice from rng = random.Random(seed) created in reset(), "
                    "and keep no state from one episode to the next.",
     "solvable": "solution() must return the reply (or the list of replies) that wins from the "
-                "current state: compute the answer in setup() (or reset()), and make judge() "
-                "return self.WIN for exactly that move (or step() reward 1.0 and "
-                "terminated=True).",
+                "current state: compute the answer in setup() as self.answer and leave judge() "
+                "and solution() to GameEnv, or make your judge() return self.WIN for exactly "
+                "your solution's move (or step() reward 1.0 and terminated=True).",
     "visible": "The agent must be able to work the answer out from what it is shown: put every "
                "number and rule the answer depends on into task() (the first observation), or "
                "make the answer something the feedback narrows down move by move, and make "

@@ -32,6 +32,8 @@ KIT_CLASSES = frozenset({TOOLENV_CLASS, GAMEENV_CLASS})
 #: What a ``GameEnv`` subclass writes (the base class does the rest; see :mod:`spadework.env.gameenv`).
 GAMEENV_HOOKS = (("setup", "setup(self, rng)"), ("task", "task(self)"), ("example", "example(self)"),
                  ("judge", "judge(self, move)"), ("solution", "solution(self)"))
+#: The hooks ``GameEnv`` supplies itself for a game with one answer, stored as ``self.answer``.
+GAMEENV_ANSWER_HOOKS = frozenset({"example", "judge", "solution"})
 
 #: The most difficulty levels an environment may declare (``LEVELS``): the checker checks every
 #: level, so each costs a check; a curriculum moves one level at a time.

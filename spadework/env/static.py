@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from spadework.env import pyparse
 from spadework.env.contract import (
+    GAMEENV_ANSWER_HOOKS,
     GAMEENV_CLASS,
     GAMEENV_HOOKS,
     GAMEENV_MODULE,
@@ -385,13 +386,40 @@ def check_env_class(tree: ast.Module) -> StaticInfo:
         if method == "step" and _positional_count(found) < 1:
             raise ContractError(f"line {found.lineno}: {name}.step takes no action argument; write {shape}")
     if _inherits(cls, classes, GAMEENV_CLASS):
+        answers = _sets_answer(cls, classes)
         for hook, shape in GAMEENV_HOOKS:
             found = _find_method(cls, hook, classes)
-            if found is None or found in KIT_CLASSES:
+            written = found is not None and found not in KIT_CLASSES
+            if not written and not (answers and hook in GAMEENV_ANSWER_HOOKS):
+                also = ("" if hook not in GAMEENV_ANSWER_HOOKS
+                        else "; or set self.answer in setup() and GameEnv writes it")
                 raise ContractError(f"class {name} subclasses GameEnv but has no {hook}() method; "
-                                    f"write {shape} (GameEnv calls it)")
+                                    f"write {shape} (GameEnv calls it){also}")
     tool_use = _inherits(cls, classes, TOOLENV_CLASS)
     return StaticInfo(class_name=name, setting="tool-use" if tool_use else "games")
+
+
+def _sets_answer(cls: ast.ClassDef, classes: dict[str, ast.ClassDef],
+                 seen: frozenset[str] = frozenset()) -> bool:
+    """Whether ``cls`` or one of the module's classes it derives from assigns ``self.answer`` (or
+    defines ``answer``), so that ``GameEnv`` judges moves against it.
+
+    >>> tree = ast.parse("class A(GameEnv):\\n def setup(self, rng):\\n  self.answer = 3\\n")
+    >>> _sets_answer(tree.body[0], {"A": tree.body[0]})
+    True
+    """
+    for node in ast.walk(cls):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "answer":
+            return True
+        if (isinstance(node, ast.Attribute) and node.attr == "answer"
+                and isinstance(node.ctx, ast.Store)):
+            return True
+    for base in cls.bases:
+        short = (_dotted(base) or "").rsplit(".", 1)[-1]
+        if short in classes and short not in seen and short != cls.name:
+            if _sets_answer(classes[short], classes, seen | {cls.name}):
+                return True
+    return False
 
 
 def _inherits(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], kit: str,

@@ -231,3 +231,70 @@ def test_bare_moves_can_be_turned_off():
     env.reset(seed=4)
     obs, reward, *_ = env.step(str(env.a + env.b))
     assert reward == 0.0 and obs.startswith("I could not find a move in a box.")
+
+
+ANSWER_GAME = '''\
+from gameenv import GameEnv
+
+
+class BoxesEnv(GameEnv):
+    LEVELS = 3
+
+    def setup(self, rng):
+        self.boxes = [rng.randint(2, 9) for _ in range(self.level + 1)]
+        self.each = rng.randint(3, 12)
+        self.answer = sum(self.boxes) * self.each
+
+    def task(self):
+        counts = ", ".join(str(b) for b in self.boxes)
+        return (f"Shelves hold {counts} boxes, and every box holds {self.each} pens. "
+                f"How many pens are there? Answer with a whole number.")
+'''
+
+
+class WordEnv(GameEnv):
+    def setup(self, rng):
+        self.answer = "Paris"
+
+    def task(self):
+        return "Which capital is on the Seine? Choose Paris or Rome."
+
+
+def test_a_game_with_one_answer_gets_example_judge_and_solution_from_the_base_class(sb):
+    game = type("Sum", (GameEnv,), {"setup": lambda self, rng: setattr(self, "answer", 17),
+                                     "task": lambda self: "What is 17 - 0 + 3 - 3?"})(max_turns=3)
+    assert game.example() == "0"  # the first number of the task that is not the answer
+    assert game.solution() == "\\boxed{17}"
+    assert game.judge("20") == (game.CONTINUE, "20 is too high.")
+    assert game.judge("1,000")[1] == "1,000 is too high."
+    assert game.judge("-3")[1] == "-3 is too low."
+    assert game.judge("seventeen") == (game.INVALID, "seventeen is not a whole number.")
+    assert game.judge("17.") == (game.WIN, "That is right.")
+    word = WordEnv(max_turns=2)
+    assert word.judge(' "paris." ')[0] == word.WIN
+    assert word.judge("Rome") == (word.CONTINUE, "Rome is not the answer.")
+    assert word.example() == "capital" and word.solution() == "\\boxed{Paris}"
+    # the whole game through the checker, in the sandbox: every stage passes
+    assert check_static(ANSWER_GAME).class_name == "BoxesEnv"
+    report = check(ANSWER_GAME, sandbox=sb, module=True, config=CheckConfig(max_turns=4))
+    assert report.ok, report.reason
+    with sb.load(ANSWER_GAME, max_turns=4, level=2) as env:
+        obs, _ = env.reset(seed=3)
+        assert "for example \\boxed{" in obs
+        assert "too high" in env.step("\\boxed{100000}")[0]
+        assert env.step(env.solution())[1] == 1.0
+
+
+def test_a_game_without_its_answer_or_hooks_is_told_what_to_write(sb):
+    with pytest.raises(ContractError, match="no example\\(\\) method; write example\\(self\\) "
+                                            "\\(GameEnv calls it\\); or set self.answer in setup"):
+        check_static(ANSWER_GAME.replace("self.answer = ", "self.total = "))
+    with pytest.raises(ContractError,
+                       match="no task\\(\\) method; write task\\(self\\) \\(GameEnv calls it\\)$"):
+        check_static(ANSWER_GAME.replace("def task(self)", "def text(self)"))
+    blank = type("Blank", (GameEnv,), {"setup": lambda self, rng: setattr(self, "answer", None),
+                                       "task": lambda self: "Guess."})
+    with pytest.raises(NotImplementedError, match="Blank must set self.answer in setup\\(\\) .* "
+                                                  "or define example\\(self\\) itself; "
+                                                  "self.answer is None"):
+        blank(max_turns=2)

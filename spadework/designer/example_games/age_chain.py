@@ -23,26 +23,11 @@ class AgeChainEnv(GameEnv):
             self.ages.append(self.ages[-1] + gap)
             word = "older" if gap > 0 else "younger"
             self.facts.append(f"{older} is {abs(gap)} years {word} than {younger}.")
+        self.answer = self.ages[-1]
 
     def task(self):
         return (f"{self.people[0]} is {self.ages[0]} years old. " + " ".join(self.facts)
                 + f" How old is {self.people[-1]}? Answer with a whole number.")
-
-    def example(self):
-        first = self.ages[0]
-        return str(first if first != self.ages[-1] else first + 1)
-
-    def judge(self, move):
-        if not move.isdigit():
-            return self.INVALID, f"{move} is not a whole number."
-        if int(move) == self.ages[-1]:
-            return self.WIN, f"{self.people[-1]} is {move}."
-        if int(move) > self.ages[-1]:
-            return self.CONTINUE, f"{move} is too old."
-        return self.CONTINUE, f"{move} is too young."
-
-    def solution(self):
-        return self.box(self.ages[-1])
 
     def hint(self):
         return "Go through the statements in order: add the years for older, subtract for younger."

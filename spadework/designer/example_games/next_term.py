@@ -26,20 +26,5 @@ class NextTermEnv(GameEnv):
         shown = ", ".join(str(t) for t in self.terms)
         return f"What number comes next: {shown}, ...? Answer with a whole number."
 
-    def example(self):
-        return str(self.terms[-1])
-
-    def judge(self, move):
-        if not move.isdigit():
-            return self.INVALID, f"{move} is not a whole number."
-        if int(move) == self.answer:
-            return self.WIN, "That continues the pattern."
-        if int(move) > self.answer:
-            return self.CONTINUE, f"{move} is too high."
-        return self.CONTINUE, f"{move} is too low."
-
-    def solution(self):
-        return self.box(self.answer)
-
     def hint(self):
         return "Look at the differences between neighbouring numbers."

@@ -21,20 +21,5 @@ class RuleMachineEnv(GameEnv):
         return (f"A machine turns each number it gets into another by one fixed rule: {seen}. "
                 f"What does {self.inputs[-1]} give? Answer with a whole number.")
 
-    def example(self):
-        return str(self.inputs[-1])
-
-    def judge(self, move):
-        if not move.isdigit():
-            return self.INVALID, f"{move} is not a whole number."
-        if int(move) == self.answer:
-            return self.WIN, "That is what the machine gives."
-        if int(move) > self.answer:
-            return self.CONTINUE, f"{move} is too high."
-        return self.CONTINUE, f"{move} is too low."
-
-    def solution(self):
-        return self.box(self.answer)
-
     def hint(self):
         return "Compare how much the outputs differ with how much the inputs differ."

@@ -18,11 +18,20 @@ What the base class does on every path, so that a designed game cannot get it wr
 
 The example move must be concrete (``\\boxed{12}``, not ``\\boxed{N}``): a placeholder is
 refused when the episode starts, because small models copy it as their move.
+
+A game with one answer writes less: ``setup`` stores it as ``self.answer`` (a whole number, a
+number or a word) and the base class supplies ``example``, ``judge`` and ``solution`` (a number
+from the task that is not the answer; "too high" or "too low" for a wrong number; the answer
+boxed). A game with different moves writes the three itself. Why: of the 16 games a frozen 1.5B
+designer wrote in a run of the main job, the three examples it was shown had exactly these three
+methods, and two of its modules were rejected because its own ``judge`` did not accept its own
+``solution`` (docs/results.md, "Games with one answer").
 """
 
 from __future__ import annotations
 
 import random
+import re
 
 from .boxes import box, extract_boxed, is_placeholder
 
@@ -44,6 +53,36 @@ def bare_move(reply):
     return text[:-1].rstrip() if text.endswith(".") else text
 
 
+def _bare_text(text):
+    """``text`` as two moves are compared: case and runs of spaces ignored, a final period and
+    surrounding quotes dropped.
+
+    >>> _bare_text('  "Paris." '), _bare_text("New   York")
+    ('paris', 'new york')
+    """
+    text = " ".join(str(text).split()).strip("\"' ").rstrip(".").strip("\"' ")
+    return text.casefold()
+
+
+def _number(text, whole):
+    """The number ``text`` writes (an int when ``whole``: ``"-12"``, ``"1,200"``; else a float
+    too: ``"2.5"``), or None.
+
+    >>> _number("1,200", True), _number("-3.", True), _number("2.5", True)
+    (1200, -3, None)
+    >>> _number("2.5", False), _number("3 + 4", False)
+    (2.5, None)
+    """
+    text = text.strip().rstrip(".").strip()
+    if re.fullmatch(r"[+-]?\d{1,3}(,\d{3})+", text):
+        text = text.replace(",", "")
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    if not whole and re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+)", text):
+        return float(text)
+    return None
+
+
 class GameEnv:
     """Subclass it and write (``self.level`` is 1..LEVELS, ``self.turn`` the moves made so far):
 
@@ -62,6 +101,9 @@ class GameEnv:
     - ``solution(self)``: the winning reply or list of replies from the reset state, written
       with ``self.box(...)``; each move may only use what the agent has been shown so far.
     - optionally ``hint(self) -> str``.
+
+    Or, for a game with one answer, store it in ``setup`` as ``self.answer`` (a whole number, a
+    number or a word) and leave ``example``, ``judge`` and ``solution`` to the base class.
     """
 
     LEVELS = 1
@@ -102,15 +144,38 @@ class GameEnv:
         raise NotImplementedError(f"{type(self).__name__} must define task(self) -> str")
 
     def example(self):
-        raise NotImplementedError(f"{type(self).__name__} must define example(self) -> str, "
-                                  "a concrete move such as '7'")
+        """A move that is not the answer: the first number in the task that differs from it (0
+        or 1 when there is none), or for a word the task's longest other word."""
+        answer = self._the_answer("example")
+        text = type(self).task(self)
+        if self._numeric(answer):
+            for found in re.findall(r"-?\d+", str(text)):
+                if int(found) != answer:
+                    return found
+            return "1" if answer == 0 else "0"
+        words = [w for w in re.findall(r"[A-Za-z]+", str(text))
+                 if _bare_text(w) != _bare_text(answer)]
+        return max(words, key=len) if words else "yes" if _bare_text(answer) != "yes" else "no"
 
     def judge(self, move):
-        raise NotImplementedError(f"{type(self).__name__} must define judge(self, move) -> "
-                                  "(outcome, message)")
+        """Wins on ``self.answer``; a wrong number is told "too high" or "too low", a wrong word
+        that it is not the answer."""
+        answer = self._the_answer("judge")
+        if self._numeric(answer):
+            whole = isinstance(answer, int)
+            number = _number(move, whole)
+            if number is None:
+                return INVALID, f"{move} is not a {'whole ' if whole else ''}number."
+            if number == answer or (not whole and abs(number - answer) < 0.005):
+                return WIN, "That is right."
+            return CONTINUE, f"{move} is too {'high' if number > answer else 'low'}."
+        if _bare_text(move) == _bare_text(answer):
+            return WIN, "That is right."
+        return CONTINUE, f"{move} is not the answer."
 
     def solution(self):
-        raise NotImplementedError(f"{type(self).__name__} must define solution(self)")
+        """``self.answer`` in a box."""
+        return box(self._the_answer("solution"))
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -165,6 +230,23 @@ class GameEnv:
                 self.info())
 
     # -- internals ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _numeric(answer):
+        return isinstance(answer, (int, float)) and not isinstance(answer, bool)
+
+    def _the_answer(self, hook):
+        answer = getattr(self, "answer", None)
+        if callable(answer):  # written as a method
+            answer = answer()
+        if isinstance(answer, float) and answer.is_integer():
+            answer = int(answer)
+        if answer is None or isinstance(answer, bool) or not (
+                self._numeric(answer) or (isinstance(answer, str) and answer.strip())):
+            raise NotImplementedError(
+                f"{type(self).__name__} must set self.answer in setup() (a whole number or a "
+                f"word), or define {hook}(self) itself; self.answer is {answer!r}")
+        return answer
 
     def _text(self, name):
         # through the class: a value the game stored under the same name (self.example = "7"
