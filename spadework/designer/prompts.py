@@ -12,6 +12,7 @@ checker's stage and reason.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,6 +129,26 @@ _STOPPED = {
 }
 
 
+#: A quoted observation or other text of the rejected module in a checker's reason: a quote
+#: opening after a space, colon or parenthesis and running 24 characters or more (or to the end
+#: of a reason cut short). In the main job at seed 2 (runs/mechanism-s2t), 6 of the 12 designs
+#: shown this section wrote the quoted "On which day of which month is Easter?" of an earlier
+#: rejected game into games about Kano, Warsaw's neighbours, Lobachevsky and Dennis Ritchie.
+_QUOTED_TEXT = re.compile(r"(?<=[\s(:])'[^']{24,}(?:'|$)")
+
+
+def scrub_reason(reason: str) -> str:
+    """``reason`` without the rejected module's own text that it quotes (:data:`_QUOTED_TEXT`,
+    written ``'...'``), so that a later design reads what failed, not a game to copy.
+
+    >>> scrub_reason("the same observation (last: 'On which day of which month is Easter? Ans")
+    "the same observation (last: '...'"
+    >>> scrub_reason("the first observation contains the answer '55'; state the task")
+    "the first observation contains the answer '55'; state the task"
+    """
+    return _QUOTED_TEXT.sub("'...'", reason)
+
+
 def rejection_section(attempts: Sequence[tuple[str, str, str]], setting: str = "games",
                       stages: int = 3, reason_chars: int = 200) -> str | None:
     """What the checker said of the designer's latest attempts (``(outcome, reason,
@@ -170,7 +191,7 @@ def rejection_section(attempts: Sequence[tuple[str, str, str]], setting: str = "
     # most_common keeps first-seen order among equal counts: ties list the latest first
     for outcome, count in Counter(a[0] for a in rejected).most_common(stages):
         reason, finish = latest[outcome]
-        reason = _STOPPED.get(finish, " ".join(reason.split()))
+        reason = _STOPPED.get(finish, " ".join(scrub_reason(reason).split()))
         if len(reason) > reason_chars:
             reason = reason[:reason_chars - 3].rstrip() + "..."
         advice = repair_advice(outcome, setting)
@@ -424,9 +445,8 @@ def examples_block(examples: Sequence[str]) -> str:
                 "topic or its code.")
     else:
         head = (EXAMPLES_INTRO.format(n=len(examples)) + " Each plays a different game; their topics "
-                "and games are only illustrations: reuse their structure (GameEnv, setup, task, "
-                "example, judge, solution, hint), and write a game unlike any of them, never their "
-                "code.")
+                "and games are only illustrations: reuse their structure (GameEnv, setup with "
+                "self.answer, task, hint), and write a game unlike any of them, never their code.")
     blocks = "\n\n".join(f"```python\n{e.strip()}\n```" for e in examples)
     return f"{head}\n{blocks}\n\n{TASK_START.rstrip()}"
 
