@@ -274,6 +274,9 @@ def test_a_game_with_one_answer_gets_example_judge_and_solution_from_the_base_cl
     assert word.judge(' "paris." ')[0] == word.WIN
     assert word.judge("Rome") == (word.CONTINUE, "Rome is not the answer.")
     assert word.example() == "capital" and word.solution() == "\\boxed{Paris}"
+    yes_no = type("YesNo", (GameEnv,), {"setup": lambda self, rng: setattr(self, "answer", False),
+                                         "task": lambda self: "Is 7 even? Answer yes or no."})(2)
+    assert yes_no.solution() == "\\boxed{no}" and yes_no.judge("No")[0] == yes_no.WIN
     # the whole game through the checker, in the sandbox: every stage passes
     assert check_static(ANSWER_GAME).class_name == "BoxesEnv"
     report = check(ANSWER_GAME, sandbox=sb, module=True, config=CheckConfig(max_turns=4))

@@ -6,14 +6,12 @@ ENV_CLASS = "AgeChainEnv"
 SETTING = "games"
 SKILL = "logical deduction"
 
-NAMES = ("Ann", "Ben", "Cara", "Dev", "Eli", "Fay")
-
 
 class AgeChainEnv(GameEnv):
     LEVELS = 3
 
     def setup(self, rng):
-        self.people = rng.sample(NAMES, self.level + 1)
+        self.people = rng.sample(["Ann", "Ben", "Cara", "Dev", "Eli", "Fay"], self.level + 1)
         self.ages = [rng.randint(20, 40)]
         self.facts = []
         for older, younger in zip(self.people[1:], self.people):

@@ -6,14 +6,12 @@ ENV_CLASS = "ShopTotalEnv"
 SETTING = "games"
 SKILL = "mathematical reasoning"
 
-ITEMS = ("apples", "pears", "eggs", "rolls", "lemons", "plums")
-
 
 class ShopTotalEnv(GameEnv):
     LEVELS = 3
 
     def setup(self, rng):
-        names = rng.sample(ITEMS, self.level + 1)
+        names = rng.sample(["apples", "pears", "eggs", "rolls", "lemons", "plums"], self.level + 1)
         self.bill = [(name, rng.randint(2, 5), rng.randint(1, 4 * self.level)) for name in names]
         self.answer = sum(count * price for _, count, price in self.bill)
 

@@ -20,12 +20,12 @@ The example move must be concrete (``\\boxed{12}``, not ``\\boxed{N}``): a place
 refused when the episode starts, because small models copy it as their move.
 
 A game with one answer writes less: ``setup`` stores it as ``self.answer`` (a whole number, a
-number or a word) and the base class supplies ``example``, ``judge`` and ``solution`` (a number
-from the task that is not the answer; "too high" or "too low" for a wrong number; the answer
-boxed). A game with different moves writes the three itself. Why: of the 16 games a frozen 1.5B
-designer wrote in a run of the main job, the three examples it was shown had exactly these three
-methods, and two of its modules were rejected because its own ``judge`` did not accept its own
-``solution`` (docs/results.md, "Games with one answer").
+number, a word, or True or False for yes or no) and the base class supplies ``example``,
+``judge`` and ``solution`` (a number from the task that is not the answer; "too high" or "too
+low" for a wrong number; the answer boxed). A game with different moves writes the three
+itself. Why: two of the 16 modules a frozen 1.5B designer wrote in a run of the main job were
+rejected because their own ``judge`` refused their own ``solution``, and the examples it copies
+had exactly these three methods (docs/results.md, "Games with one answer").
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ class GameEnv:
     - optionally ``hint(self) -> str``.
 
     Or, for a game with one answer, store it in ``setup`` as ``self.answer`` (a whole number, a
-    number or a word) and leave ``example``, ``judge`` and ``solution`` to the base class.
+    number, a word, or True or False for yes or no) and leave ``example``, ``judge`` and
+    ``solution`` to the base class.
     """
 
     LEVELS = 1
@@ -145,7 +146,8 @@ class GameEnv:
 
     def example(self):
         """A move that is not the answer: the first number in the task that differs from it (0
-        or 1 when there is none), or for a word the task's longest other word."""
+        or 1 when there is none); for yes the other of yes and no; for another word the task's
+        longest other word that is not a placeholder."""
         answer = self._the_answer("example")
         text = type(self).task(self)
         if self._numeric(answer):
@@ -153,9 +155,10 @@ class GameEnv:
                 if int(found) != answer:
                     return found
             return "1" if answer == 0 else "0"
+        other = {"yes": "no", "no": "yes"}.get(_bare_text(answer))
         words = [w for w in re.findall(r"[A-Za-z]+", str(text))
-                 if _bare_text(w) != _bare_text(answer)]
-        return max(words, key=len) if words else "yes" if _bare_text(answer) != "yes" else "no"
+                 if _bare_text(w) != _bare_text(answer) and not is_placeholder(w)]
+        return other or (max(words, key=len) if words else "yes")
 
     def judge(self, move):
         """Wins on ``self.answer``; a wrong number is told "too high" or "too low", a wrong word
@@ -239,9 +242,11 @@ class GameEnv:
         answer = getattr(self, "answer", None)
         if callable(answer):  # written as a method
             answer = answer()
+        if isinstance(answer, bool):  # a yes-or-no question
+            answer = "yes" if answer else "no"
         if isinstance(answer, float) and answer.is_integer():
             answer = int(answer)
-        if answer is None or isinstance(answer, bool) or not (
+        if answer is None or not (
                 self._numeric(answer) or (isinstance(answer, str) and answer.strip())):
             raise NotImplementedError(
                 f"{type(self).__name__} must set self.answer in setup() (a whole number or a "
