@@ -13,7 +13,8 @@ from starters import starter_records
 from spadework.designer import DesignConfig, build_design_prompt, design_environments, repair_messages
 from spadework.designer.examples import GAMES_EXAMPLE, prompt_examples
 from spadework.designer.guides import REPAIR_ADVICE
-from spadework.designer.prompts import fresh_repair_messages, max_lines, reply_instruction
+from spadework.designer.prompts import (fresh_repair_messages, max_lines, rejection_section,
+                                        reply_instruction)
 from spadework.env.checker import STAGES, CheckConfig, check
 from spadework.library import starter_envs
 from spadework.skills import skill_named, skills_for
@@ -124,3 +125,19 @@ def test_several_examples_are_drawn_per_slot_and_every_one_is_no_design(sb, arch
         assert text.startswith(EXAMPLES_INTRO.format(n=3))
         assert sum(code.strip() in text for code in pool) == 3
     assert prompts == [r.attempts[0].messages[1]["content"] for r in runs[1]]
+
+
+def test_the_verdicts_shown_to_the_designer_leave_out_the_rejected_games_text():
+    # runs/mechanism-s2t: 6 of the 12 designs shown this section wrote the quoted question into
+    # unrelated games; the reason's own words stay, the module's quoted text goes
+    easter = ("level 1: hidden answer: seeds 9 and 7 show the agent the same observation (last: "
+              "'On which day of which month is Easter? Answer with a whole number.\\nYou have 4")
+    rights = ('level 1: hidden answer: seeds 1 and 2 show the agent the same observation (last: '
+              '"Women\'s rights are the rights and entitlements claimed for women"),')
+    for reason in (easter, rights):
+        text = rejection_section([("visible", reason, "stop"), ("accepted", "", "stop")])
+        assert "Easter" not in text and "Women" not in text, text
+        assert "show the agent the same observation (last: '...'" in text
+        assert "The checker rejected 1 of your last 2 designs:" in text
+    leak = "level 1: answer leaked: the first observation of seed 1000 contains the answer '55'"
+    assert "the answer '55'" in rejection_section([("not_trivial", leak, "stop")])

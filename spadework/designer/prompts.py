@@ -130,11 +130,12 @@ _STOPPED = {
 
 
 #: A quoted observation or other text of the rejected module in a checker's reason: a quote
-#: opening after a space, colon or parenthesis and running 24 characters or more (or to the end
-#: of a reason cut short). In the main job at seed 2 (runs/mechanism-s2t), 6 of the 12 designs
+#: (single, or double where the text holds an apostrophe, as ``repr`` writes it) opening after
+#: a space, colon or parenthesis and running 24 characters or more (or to the end of a reason
+#: cut short). In the main job at seed 2 (runs/mechanism-s2t), 6 of the 12 designs
 #: shown this section wrote the quoted "On which day of which month is Easter?" of an earlier
 #: rejected game into games about Kano, Warsaw's neighbours, Lobachevsky and Dennis Ritchie.
-_QUOTED_TEXT = re.compile(r"(?<=[\s(:])'[^']{24,}(?:'|$)")
+_QUOTED_TEXT = re.compile(r"""(?<=[\s(:])(?:'[^']{24,}(?:'|$)|"[^"]{24,}(?:"|$))""")
 
 
 def scrub_reason(reason: str) -> str:
@@ -143,6 +144,8 @@ def scrub_reason(reason: str) -> str:
 
     >>> scrub_reason("the same observation (last: 'On which day of which month is Easter? Ans")
     "the same observation (last: '...'"
+    >>> scrub_reason('the same observation (last: "Women\\'s rights are the rights and entitlements"),')
+    "the same observation (last: '...'),"
     >>> scrub_reason("the first observation contains the answer '55'; state the task")
     "the first observation contains the answer '55'; state the task"
     """
