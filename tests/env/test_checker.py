@@ -385,6 +385,31 @@ def test_answer_of_and_leak_rule():
     assert find_leak({1: ("Total 12480 coins", "248")}) is None  # whole tokens only
 
 
+ONE_DIGIT_FIRST = """\
+from gameenv import GameEnv
+
+
+class ElevensEnv(GameEnv):
+    def setup(self, rng):
+        self.n = rng.randint(1, 9)
+        self.answer = self.n * 11 if rng.random() < 0.3 else self.n
+        self.unit = "elevens" if self.answer > 9 else "ones"
+
+    def task(self):
+        return (f"{self.n} {self.unit} make {self.answer}. How much do {self.n} {self.unit} "
+                f"make? Answer with a whole number.")
+"""
+
+
+def test_a_leak_behind_one_digit_answers_is_found_on_later_seeds(sb):
+    """Seeds 1000-1002 draw the answers 7, 1 and 9, which the leak rule does not check (a digit
+    occurs in any text); the rule draws on until three seeds have longer answers (1004, 1006 and
+    1009: 77, 66, 33), and every one prints its answer (runs/mechanism-s2u's LobachevskyEnv)."""
+    report = check(ONE_DIGIT_FIRST, sandbox=sb, module=True, config=FEW)
+    assert report.failed_stage == "not_trivial"
+    assert "answer leaked: the first observation of seed 1004 contains the answer '77'" in report.reason
+
+
 # -- novelty and the report -------------------------------------------------------------------
 
 
