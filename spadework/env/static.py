@@ -399,8 +399,22 @@ def check_env_class(tree: ast.Module) -> StaticInfo:
     return StaticInfo(class_name=name, setting="tool-use" if tool_use else "games")
 
 
-def _sets_answer(cls: ast.ClassDef, classes: dict[str, ast.ClassDef],
-                 seen: frozenset[str] = frozenset()) -> bool:
+def _lineage(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> list[ast.ClassDef]:
+    """``cls`` and every class of the module it derives from, each once (a cycle of bases ends)."""
+    found, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        if c.name in {f.name for f in found}:
+            continue
+        found.append(c)
+        for base in c.bases:
+            short = (_dotted(base) or "").rsplit(".", 1)[-1]
+            if short in classes:
+                todo.append(classes[short])
+    return found
+
+
+def _sets_answer(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> bool:
     """Whether ``cls`` or one of the module's classes it derives from assigns ``self.answer`` (or
     defines ``answer``), so that ``GameEnv`` judges moves against it.
 
@@ -408,32 +422,17 @@ def _sets_answer(cls: ast.ClassDef, classes: dict[str, ast.ClassDef],
     >>> _sets_answer(tree.body[0], {"A": tree.body[0]})
     True
     """
-    for node in ast.walk(cls):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "answer":
-            return True
-        if (isinstance(node, ast.Attribute) and node.attr == "answer"
-                and isinstance(node.ctx, ast.Store)):
-            return True
-    for base in cls.bases:
-        short = (_dotted(base) or "").rsplit(".", 1)[-1]
-        if short in classes and short not in seen and short != cls.name:
-            if _sets_answer(classes[short], classes, seen | {cls.name}):
-                return True
-    return False
+    return any((isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "answer")
+               or (isinstance(node, ast.Attribute) and node.attr == "answer"
+                   and isinstance(node.ctx, ast.Store))
+               for c in _lineage(cls, classes) for node in ast.walk(c))
 
 
-def _inherits(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], kit: str,
-              seen: frozenset[str] = frozenset()) -> bool:
+def _inherits(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], kit: str) -> bool:
     """Whether ``cls`` derives from the kit base class ``kit``, directly or through the module's
     own classes."""
-    for base in cls.bases:
-        short = (_dotted(base) or "").rsplit(".", 1)[-1]
-        if short == kit:
-            return True
-        if short in classes and short not in seen and short != cls.name:
-            if _inherits(classes[short], classes, kit, seen | {cls.name}):
-                return True
-    return False
+    return any((_dotted(base) or "").rsplit(".", 1)[-1] == kit
+               for c in _lineage(cls, classes) for base in c.bases)
 
 
 def check_static(code: str, *, allow_numpy: bool = False, allow_math_verify: bool = False) -> StaticInfo:

@@ -149,14 +149,14 @@ class GameEnv:
         or 1 when there is none); for yes the other of yes and no; for another word the task's
         longest other word that is not a placeholder."""
         answer = self._the_answer("example")
-        text = type(self).task(self)
+        text = self._text("task")
         if self._numeric(answer):
-            for found in re.findall(r"-?\d+", str(text)):
+            for found in re.findall(r"-?\d+", text):
                 if int(found) != answer:
                     return found
             return "1" if answer == 0 else "0"
         other = {"yes": "no", "no": "yes"}.get(_bare_text(answer))
-        words = [w for w in re.findall(r"[A-Za-z]+", str(text))
+        words = [w for w in re.findall(r"[A-Za-z]+", text)
                  if _bare_text(w) != _bare_text(answer) and not is_placeholder(w)]
         return other or (max(words, key=len) if words else "yes")
 
