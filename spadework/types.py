@@ -53,7 +53,8 @@ class CheckReport:
     ``max_turns`` is the turn limit the environment was built and checked with (None in reports
     written before it was recorded): an environment is only played under the limit it passed.
     ``levels`` is the number of difficulty levels it declares (its ``LEVELS``; 1 when it has
-    none, or when the report was written before levels existed), each of which was checked.
+    none, when its levels all give the same game, or when the report was written before levels
+    existed), each of which was checked.
     """
 
     env_id: str | None

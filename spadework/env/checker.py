@@ -7,7 +7,8 @@ reason a designer can act on, and each stage is a public function testable on it
 2. ``static``       parse, import allowlist, no escapes, no import-time side effects, contract
                     class (:mod:`spadework.env.static`: defence in depth, not the boundary);
 3. ``load``         instantiate inside the sandbox within its limits, read ``LEVELS`` (an
-                    integer from 1 to MAX_LEVELS) and build every level;
+                    integer from 1 to MAX_LEVELS) and build every level; levels that give the
+                    same game on every determinism seed are one level (``same_levels``);
 4. ``contract``     reset/step return types on probe actions, a finite reward in [-1, 1],
                     boolean flags, a dict info, an observation size cap, max_turns honoured;
 5. ``determinism``  the same seed gives the same observation, tools, solution() and step
@@ -62,7 +63,13 @@ from spadework.env.novelty import Match, NoveltyIndex, most_similar
 from spadework.env.probe import answer_of, call_env, where_in_env
 from spadework.env.readable import readable_stage
 from spadework.env.solvable import SolutionLoss, solution_losses, solvable_seeds, solvable_stage
-from spadework.env.stages import contract_stage, determinism_stage, not_trivial_stage, trivial_rates
+from spadework.env.stages import (
+    contract_stage,
+    determinism_stage,
+    not_trivial_stage,
+    same_levels,
+    trivial_rates,
+)
 from spadework.env.static import check_static
 from spadework.env.visible import visible_stage
 from spadework.errors import ContractError, EnvError, EnvLoadError, EnvTimeout, ExtractError
@@ -309,7 +316,16 @@ def check(
                 yield BudgetedHandle(handle, budget)
         return open_env
 
-    levels = stages.run("load", lambda: load_stage(sandbox, code, name, cfg, budget)) or 1
+    def load() -> tuple[int, str]:
+        levels, summary = load_stage(sandbox, code, name, cfg, budget)
+        same = same_levels(opener, levels, cfg, budget) if levels > 1 else None
+        if same is None:
+            return levels, summary
+        return 1, (f"{summary}; levels 1-{levels} give the same game on seeds "
+                   f"{same[0]}..{same[-1]} (self.level changes nothing the agent sees), so it "
+                   "is checked and played as one level")
+
+    levels = stages.run("load", load) or 1
     solvable = solvable_seeds(cfg.seed, env_id, n_seeds)
     setting = info.setting if info else "games"
     stages.run("contract", lambda: (None, _each_level(levels, lambda lv: contract_stage(opener(lv), cfg, budget))))

@@ -33,7 +33,7 @@ from spadework.env.probe import (
     tool_names,
 )
 from spadework.env.readable import concrete_examples
-from spadework.errors import ContractError, EnvRaised
+from spadework.errors import CheckBudgetExceeded, ContractError, EnvError, EnvRaised
 from spadework.settings.check import CheckConfig
 
 
@@ -128,6 +128,39 @@ def _compare(first: list, other: list, seed: int, label: str) -> None:
             f"{short(x)} vs {short(y)}; draw every random choice from "
             "random.Random(seed) created in reset(), never from the global random"
         )
+
+
+def same_levels(open_level: Callable[[int], Opener], levels: int, cfg: CheckConfig,
+                budget: Budget | None = None) -> list[int] | None:
+    """The determinism stage's seeds when every level gives the same game on each of them (the
+    same observations, tools, solution() and step results for the same replies, the ``info``
+    dicts aside: a game's info may name its level), else None. Such levels are one instance
+    under several numbers, which a level controller would move through to no effect.
+
+    A call that fails returns None: the stages that follow report it in their own terms.
+    Its units of work are traces (one per seed and level)."""
+    budget = budget or Budget.unlimited()
+    seeds = [cfg.seed + 100 + i for i in range(cfg.determinism_seeds)]
+    budget.plan(levels * len(seeds), "traces")
+    first: list[list] = []
+    try:
+        for level in range(1, levels + 1):
+            with open_level(level)() as env:
+                do_reset(env, seeds[0], cfg.max_obs_chars)
+                actions = probe_actions(tool_names(env))[: cfg.max_turns]
+                for i, seed in enumerate(seeds):
+                    trace = [(what, x[:4] if what.startswith("step(") else x)
+                             for what, x in _trace(env, seed, actions, cfg)]
+                    budget.advance()
+                    if level == 1:
+                        first.append(trace)
+                    elif trace != first[i]:
+                        return None
+    except CheckBudgetExceeded:
+        raise
+    except (ContractError, EnvError):
+        return None
+    return seeds
 
 
 #: Seeds whose first observation is checked for a printed answer, and the most seeds drawn to

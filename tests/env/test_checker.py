@@ -25,6 +25,7 @@ from spadework.env.checker import (
     contract_stage,
     determinism_stage,
     fisher_greater,
+    format_report,
     load_stage,
     looks_like_module,
     not_trivial_stage,
@@ -81,7 +82,7 @@ REASONS = {
     "levels_inverted": "levels not ordered: ",
     "level_unsolvable": "level 3: not solvable: seed ",
     "levels_not_an_int": "LEVELS is '3' (str)",
-    "example_is_answer": "level 3: trivial: example replies won 20 of 20",
+    "example_is_answer": "trivial: example replies won 20 of 20",
 }
 
 
@@ -777,3 +778,24 @@ def test_numbers_shown_only_inside_the_example_box_are_not_shown(sb):
                                            'f"The first two numbers are {self.n1} and {self.n2}')
     passed = check(shown, sandbox=sb, module=True, config=CheckConfig(max_turns=4)).results
     assert "visible" in [r.stage for r in passed if r.passed]
+
+
+def test_levels_that_give_the_same_game_are_checked_and_played_as_one(sb):
+    """s2u's accepted design declared three levels and never read self.level: a level
+    controller would have moved it through one game under three numbers."""
+    shown = NUMBERS_IN_THE_EXAMPLE.replace('"Given the first two numbers of the Fibonacci sequence',
+                                           'f"The first two numbers are {self.n1} and {self.n2}')
+    cfg = CheckConfig(max_turns=4)
+    report = check(shown, sandbox=sb, module=True, config=cfg)
+    assert report.ok and report.levels == 1, report.results
+    load = report.results[1]
+    assert load.stage == "load" and "levels 1-3 built" in load.reason
+    assert "levels 1-3 give the same game on seeds 100..102" in load.reason
+    assert "level 2" not in format_report(report) and "levels 1-3)" not in format_report(report)
+    # a level that changes the numbers keeps its three levels, each checked
+    graded = shown.replace("rng.randint(1, 9), rng.randint(1, 9)",
+                           "rng.randint(1, 9 * self.level), rng.randint(1, 9 * self.level)")
+    report = check(graded, sandbox=sb, module=True, config=cfg)
+    assert report.ok and report.levels == 3, report.results
+    assert "same game" not in report.results[1].reason
+    assert "levels 1-3)" in format_report(report)
