@@ -10,6 +10,10 @@ The solvable stage's cost: the default check (64 play-style seeds) against the s
 ``solution_losses`` costs per seed (what the loop pays to replay solution() on the instances
 it plays).
 
+The comparison of levels (``same_levels``: every level traced on the determinism seeds, so that
+levels giving one game count as one): the default check against the same check with the
+comparison left out, per environment, interleaved.
+
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/checker.py [--passes 3]
 """
 
@@ -73,6 +77,27 @@ def seeds_cost(envs, limits) -> dict[str, float]:
     return out
 
 
+def same_levels_cost(envs, limits) -> dict[str, float]:
+    """Seconds for the library checked as the loop checks it and with the levels' comparison
+    left out (``same_levels`` replaced by one that finds nothing), each environment both ways."""
+    import spadework.env.checker as checker
+
+    compare = checker.same_levels
+    out = {"check_with_level_comparison": 0.0, "check_without_level_comparison": 0.0}
+    with Sandbox(limits) as sb:
+        for e in envs:
+            for key, fn in (("check_with_level_comparison", compare),
+                            ("check_without_level_comparison", lambda *a, **k: None)):
+                checker.same_levels = fn
+                try:
+                    start = time.perf_counter()
+                    check(e.code, sandbox=sb, module=True)
+                    out[key] += time.perf_counter() - start
+                finally:
+                    checker.same_levels = compare
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", type=int, default=3)
@@ -80,7 +105,9 @@ def main() -> None:
     envs = starter_envs()
     limits = Limits()
     times: dict[str, list[float]] = {"shared": [], "fresh": [], "static": [], "check_5_seeds": [],
-                                     "check_default_seeds": [], "solvable_stage": [], "replay": []}
+                                     "check_default_seeds": [], "solvable_stage": [], "replay": [],
+                                     "check_with_level_comparison": [],
+                                     "check_without_level_comparison": []}
     valid = True
     for _ in range(args.passes):
         t, ok = shared(envs, limits)
@@ -88,7 +115,7 @@ def main() -> None:
         t2, ok2 = fresh(envs, limits)
         times["fresh"].append(t2)
         times["static"].append(static_only(envs))
-        for k, v in seeds_cost(envs, limits).items():
+        for k, v in {**seeds_cost(envs, limits), **same_levels_cost(envs, limits)}.items():
             times[k].append(v)
         valid &= ok and ok2
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -108,6 +135,8 @@ def main() -> None:
         "check_default_vs_5_seeds": round(med["check_default_seeds"] / med["check_5_seeds"], 2),
         "solvable_share_of_default_check": round(med["solvable_stage"] / med["check_default_seeds"], 2),
         "replay_ms_per_seed": round(1000 * med["replay"] / (n * n_seeds), 2),
+        "level_comparison_cost": round(med["check_with_level_comparison"]
+                                       / med["check_without_level_comparison"] - 1, 3),
         "median_seconds": {k: round(v, 4) for k, v in med.items()},
     }, indent=2))
 
