@@ -94,6 +94,11 @@ def _first_difference(a: list, b: list) -> tuple[str, object, object] | None:
     return None
 
 
+def _determinism_seeds(cfg: CheckConfig) -> list[int]:
+    """The seeds the determinism stage traces, which ``same_levels`` traces at every level."""
+    return [cfg.seed + 100 + i for i in range(cfg.determinism_seeds)]
+
+
 def determinism_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None = None) -> str:
     """Trace reset(seed), tools(), solution() and a fixed reply sequence on one instance, twice
     per seed, then on a second instance that visits the seeds in reverse order; all traces of a
@@ -101,7 +106,7 @@ def determinism_stage(open_env: Opener, cfg: CheckConfig, budget: Budget | None 
     state carried across episodes, at the cost of two loads rather than two per seed. Its units
     of work are traces (three per seed)."""
     budget = budget or Budget.unlimited()
-    seeds = [cfg.seed + 100 + i for i in range(cfg.determinism_seeds)]
+    seeds = _determinism_seeds(cfg)
     budget.plan(3 * len(seeds), "traces")
     traces: dict[int, list] = {}
     with open_env() as env:
@@ -140,7 +145,7 @@ def same_levels(open_level: Callable[[int], Opener], levels: int, cfg: CheckConf
     A call that fails returns None: the stages that follow report it in their own terms.
     Its units of work are traces (one per seed and level)."""
     budget = budget or Budget.unlimited()
-    seeds = [cfg.seed + 100 + i for i in range(cfg.determinism_seeds)]
+    seeds = _determinism_seeds(cfg)
     budget.plan(levels * len(seeds), "traces")
     first: list[list] = []
     try:
