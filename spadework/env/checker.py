@@ -7,8 +7,8 @@ reason a designer can act on, and each stage is a public function testable on it
 2. ``static``       parse, import allowlist, no escapes, no import-time side effects, contract
                     class (:mod:`spadework.env.static`: defence in depth, not the boundary);
 3. ``load``         instantiate inside the sandbox within its limits, read ``LEVELS`` (an
-                    integer from 1 to MAX_LEVELS) and build every level; levels that give the
-                    same game on every determinism seed are one level (``same_levels``);
+                    integer from 1 to MAX_LEVELS) and build every level; the top levels that
+                    give the same game on every determinism seed are one (``same_levels``);
 4. ``contract``     reset/step return types on probe actions, a finite reward in [-1, 1],
                     boolean flags, a dict info, an observation size cap, max_turns honoured;
 5. ``determinism``  the same seed gives the same observation, tools, solution() and step
@@ -321,9 +321,14 @@ def check(
         same = same_levels(opener, levels, cfg, budget) if levels > 1 else None
         if same is None:
             return levels, summary
-        return 1, (f"{summary}; levels 1-{levels} give the same game on seeds "
-                   f"{same[0]}..{same[-1]} (self.level changes nothing the agent sees), so it "
-                   "is checked and played as one level")
+        lowest, seeds = same
+        played = "as one level" if lowest == 1 else f"with {lowest} levels"
+        return lowest, (f"{summary}; levels {lowest}-{levels} give the same game on seeds "
+                        f"{seeds[0]}..{seeds[-1]} (self.level changes nothing the agent sees "
+                        f"above level {lowest})" if lowest > 1 else
+                        f"{summary}; levels 1-{levels} give the same game on seeds "
+                        f"{seeds[0]}..{seeds[-1]} (self.level changes nothing the agent sees)"
+                        ) + f", so it is checked and played {played}"
 
     levels = stages.run("load", load) or 1
     solvable = solvable_seeds(cfg.seed, env_id, n_seeds)

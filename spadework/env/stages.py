@@ -136,20 +136,25 @@ def _compare(first: list, other: list, seed: int, label: str) -> None:
 
 
 def same_levels(open_level: Callable[[int], Opener], levels: int, cfg: CheckConfig,
-                budget: Budget | None = None) -> list[int] | None:
-    """The determinism stage's seeds when every level gives the same game on each of them (the
-    same observations, tools, solution() and step results for the same replies, the ``info``
-    dicts aside: a game's info may name its level), else None. Such levels are one instance
-    under several numbers, which a level controller would move through to no effect.
+                budget: Budget | None = None) -> tuple[int, list[int]] | None:
+    """``(lowest, seeds)`` when levels ``lowest`` to ``levels`` all give the same game on each of
+    the determinism stage's ``seeds`` (the same observations, tools, solution() and step results
+    for the same replies, the ``info`` dicts aside: a game's info may name its level), else
+    None. Such levels are one instance under several numbers, which a level controller would
+    move through to no effect: every level alike gives ``lowest`` 1, and a game that stops
+    growing at some level (``min(self.level, 2)`` of 3) gives that level.
 
-    A call that fails returns None: the stages that follow report it in their own terms.
-    Its units of work are traces (one per seed and level)."""
+    The levels are traced from the top down and the tracing stops at the first that differs
+    from the top, so a game whose top two levels differ costs two levels' traces. A call that
+    fails returns None: the stages that follow report it in their own terms. Its units of work
+    are traces (one per seed and level)."""
     budget = budget or Budget.unlimited()
     seeds = _determinism_seeds(cfg)
     budget.plan(levels * len(seeds), "traces")
-    first: list[list] = []
+    top: list[list] = []
+    lowest = levels
     try:
-        for level in range(1, levels + 1):
+        for level in range(levels, 0, -1):
             with open_level(level)() as env:
                 do_reset(env, seeds[0], cfg.max_obs_chars)
                 actions = probe_actions(tool_names(env))[: cfg.max_turns]
@@ -157,15 +162,16 @@ def same_levels(open_level: Callable[[int], Opener], levels: int, cfg: CheckConf
                     trace = [(what, x[:4] if what.startswith("step(") else x)
                              for what, x in _trace(env, seed, actions, cfg)]
                     budget.advance()
-                    if level == 1:
-                        first.append(trace)
-                    elif trace != first[i]:
-                        return None
+                    if level == levels:
+                        top.append(trace)
+                    elif trace != top[i]:
+                        return (lowest, seeds) if lowest < levels else None
+            lowest = level
     except CheckBudgetExceeded:
         raise
     except (ContractError, EnvError):
         return None
-    return seeds
+    return lowest, seeds
 
 
 #: Seeds whose first observation is checked for a printed answer, and the most seeds drawn to

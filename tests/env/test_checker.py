@@ -799,3 +799,19 @@ def test_levels_that_give_the_same_game_are_checked_and_played_as_one(sb):
     assert report.ok and report.levels == 3, report.results
     assert "same game" not in report.results[1].reason
     assert "levels 1-3)" in format_report(report)
+
+
+def test_levels_above_where_a_game_stops_growing_are_played_as_its_top(sb):
+    """A game whose numbers stop growing at level 2 of 3: levels 2 and 3 are one instance, so
+    the controller would move it from 2 to 3 to no effect; it is checked and played with two."""
+    capped = NUMBERS_IN_THE_EXAMPLE.replace(
+        '"Given the first two numbers of the Fibonacci sequence',
+        'f"The first two numbers are {self.n1} and {self.n2}').replace(
+        "rng.randint(1, 9), rng.randint(1, 9)",
+        "rng.randint(1, 9 * min(self.level, 2)), rng.randint(1, 9 * min(self.level, 2))")
+    report = check(capped, sandbox=sb, module=True, config=CheckConfig(max_turns=4))
+    assert report.ok and report.levels == 2, report.results
+    load = report.results[1].reason
+    assert "levels 2-3 give the same game on seeds 100..102" in load, load
+    assert "above level 2), so it is checked and played with 2 levels" in load, load
+    assert "levels 1-2)" in format_report(report)
