@@ -49,25 +49,54 @@ def environments(args: argparse.Namespace) -> dict[str, object]:
 
 
 def measure(policy, sandbox, env, *, plays: int, play_cfg, seed: int, level: int = 1) -> dict:
-    """``plays`` unhinted episodes of ``env`` at ``level``: wins, the share of well-formed
-    replies, the share cut at the token limit, the mean reply length, statuses and seconds."""
-    from spadework.reward import episode_return
+    """``plays`` unhinted episodes of ``env`` at ``level``: wins (and ``won``, play by play), the
+    share of well-formed replies, the share cut at the token limit, the mean reply length,
+    statuses and seconds."""
     from spadework.rollout import PlayJob, play
     from spadework.seeding import episode_seed
 
     t = time.time()
     jobs = [PlayJob(env, episode_seed(seed, env.env_id, k), "no_hint", k, level=level)
             for k in range(plays)]
-    eps = play(policy, sandbox, jobs, play_cfg, seed=seed)
-    returns = [episode_return(e.rewards, e.terminated) for e in eps]
+    return cell(play(policy, sandbox, jobs, play_cfg, seed=seed), time.time() - t)
+
+
+def measure_regret(policy, sandbox, env, *, plays: int, play_cfg, seed: int,
+                   level: int = 1) -> dict:
+    """Both regret arms of ``env`` at ``level`` on the same ``plays`` instances, in one batch, the
+    hinted arm shown the environment's own ``hint()`` as a run shows it
+    (``spadework.rollout.regret_jobs``): a :func:`cell` per arm (``hint``, ``no_hint``) and
+    ``pairs``, the instances by which arm won them."""
+    from spadework.rollout import play, regret_jobs
+
+    t = time.time()
+    eps = play(policy, sandbox, regret_jobs(env, run_seed=seed, plays=plays, level=level),
+               play_cfg, seed=seed)
+    seconds = time.time() - t
+    out = {arm: cell([e for e in eps if e.arm == arm], seconds) for arm in ("hint", "no_hint")}
+    names = {(False, False): "neither", (False, True): "unhinted_only",
+             (True, False): "hinted_only", (True, True): "both"}
+    pairs = [names[h, u] for h, u in zip(out["hint"]["won"], out["no_hint"]["won"])]
+    out["pairs"] = {k: pairs.count(k) for k in names.values()}
+    return out
+
+
+def cell(eps: list, seconds: float) -> dict:
+    """The figures of a list of episodes (in play order): wins, ``won`` per play, the share of
+    well-formed replies, the share cut at the token limit, the mean reply length, statuses and
+    the seconds given."""
+    from spadework.reward import episode_return
+
+    ordered = sorted(eps, key=lambda e: e.play_index)
+    won = [episode_return(e.rewards, e.terminated) > 0 for e in ordered]
     turns = [t for e in eps for t in e.turns]
     return {
-        "wins": sum(r > 0 for r in returns), "plays": len(eps),
+        "wins": sum(won), "plays": len(eps), "won": won,
         "well_formed": round(sum(t.parsed for t in turns) / max(len(turns), 1), 4),
         "cut": round(sum(t.finish_reason == "length" for t in turns) / max(len(turns), 1), 4),
         "mean_reply_chars": round(sum(len(t.text) for t in turns) / max(len(turns), 1), 1),
         "statuses": {s: sum(e.status == s for e in eps) for s in sorted({e.status for e in eps})},
-        "seconds": round(time.time() - t, 1)}
+        "seconds": round(seconds, 1)}
 
 
 def main() -> None:

@@ -86,11 +86,19 @@ def arm_pairs(by_iteration: dict) -> dict:
             counts[{(False, False): "neither", (False, True): "unhinted_only",
                     (True, False): "hinted_only", (True, True): "both"}[
                         (arms["hint"], arms["no_hint"])]] += 1
-    h, u = counts["hinted_only"], counts["unhinted_only"]
-    n = h + u
-    p = min(1.0, 2 * sum(math.comb(n, k) for k in range(min(h, u) + 1)) / 2 ** n) if n else 1.0
     return {k: counts[k] for k in ("neither", "unhinted_only", "hinted_only", "both")} | {
-        "sign_test_p": round(p, 4)}
+        "sign_test_p": round(sign_test(counts["hinted_only"], counts["unhinted_only"]), 4)}
+
+
+def sign_test(a: int, b: int) -> float:
+    """The exact two-sided sign test's p for ``a`` pairs won by one side only against ``b`` won
+    by the other only.
+
+    >>> sign_test(0, 0), round(sign_test(30, 36), 4), round(sign_test(16, 47), 4)
+    (1.0, 0.5386, 0.0001)
+    """
+    n = a + b
+    return min(1.0, 2 * sum(math.comb(n, k) for k in range(min(a, b) + 1)) / 2 ** n) if n else 1.0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,10 @@ Qwen2.5-Coder-0.5B, 4 turns, 128 reply tokens, temperature 0.7), on seeds drawn 
 them. Prints one JSON object: per starter and level the wins, the share of well-formed replies,
 the share cut at the token limit, the mean reply length and seconds (``agent_probe.measure``),
 and a Markdown table (starter x level -> wins of N) for the README. Progress goes to stderr.
+With ``--arms both`` each cell plays both regret arms on the same instances, the hinted one
+shown the starter's own ``hint()`` as a run shows it (``agent_probe.measure_regret``): the
+table gives unhinted / hinted wins, and ``pairs`` counts the instances by which arm won them
+over every cell, with the exact two-sided sign test (does the hint help this agent?).
 
 What it is for: level 1 of every starter should be won in some plays by the base 0.5B, so a
 curriculum has a rung to start on, and the top level less often (issue "Environments a small
@@ -17,7 +21,7 @@ curriculum has brought to it.
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/starter_levels.py [--preset cpu-qwen]
        [--plays 10] [--only maze,nim] [--modules DIR] [--history K] [--levels 1,2] [--template-tools off]
-       [--threads N] [--seed 7] [--checkpoint RUN_DIR]
+       [--threads N] [--seed 7] [--checkpoint RUN_DIR] [--arms both]
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def table(results: dict[str, dict[int, dict]], plays: int) -> str:
-    """The Markdown table: one row per starter, one column per level (wins of ``plays``).
+    """The Markdown table: one row per starter, one column per level (wins of ``plays``; for a
+    cell of both arms, unhinted / hinted wins).
 
     >>> print(table({"maze": {1: {"wins": 3}, 2: {"wins": 0}}}, 10))
     | starter | level 1 | level 2 |
@@ -46,12 +51,17 @@ def table(results: dict[str, dict[int, dict]], plays: int) -> str:
     | --- | --- |
     | nim | 2/10 |
     | maze | - |
+    >>> both = {"nim": {1: {"no_hint": {"wins": 2}, "hint": {"wins": 5}}}}
+    >>> print(table(both, 10).splitlines()[-1])
+    | nim | 2/10 / 5/10 |
     """
     played = sorted({k for levels in results.values() for k in levels})
     lines = ["| starter | " + " | ".join(f"level {k}" for k in played) + " |",
              "| --- |" + " --- |" * len(played)]
     for name, levels in results.items():
-        cells = [f"{levels[k]['wins']}/{plays}" if k in levels else "-" for k in played]
+        cells = ["-" if k not in levels else f"{levels[k]['wins']}/{plays}" if "wins" in levels[k]
+                 else " / ".join(f"{levels[k][arm]['wins']}/{plays}" for arm in ("no_hint", "hint"))
+                 for k in played]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -73,9 +83,13 @@ def main() -> None:
                     help="PlayConfig.template_tools (default: the preset's; off: the opening lists the tools)")
     ap.add_argument("--checkpoint", default=None,
                     help="a run's checkpoint (RUN_DIR: its latest; RUN_DIR/ITER) for the agent")
+    ap.add_argument("--arms", choices=("no_hint", "both"), default="no_hint",
+                    help="no_hint: unhinted plays only; both: both regret arms on the same "
+                         "instances")
     args = ap.parse_args()
 
-    from agent_probe import measure
+    from agent_probe import measure, measure_regret
+    from agent_replies import sign_test
 
     from spadework.config import preset
     from spadework.library import starter_envs
@@ -118,11 +132,20 @@ def main() -> None:
             out["starters"][s.name] = {}
             chosen = [int(x) for x in args.levels.split(",") if x] or range(1, s.levels + 1)
             for level in [k for k in chosen if k <= s.levels]:
-                cell = measure(policy, sb, s, plays=args.plays, play_cfg=cfg.play, seed=args.seed,
-                               level=level)
+                cell = (measure if args.arms == "no_hint" else measure_regret)(
+                    policy, sb, s, plays=args.plays, play_cfg=cfg.play, seed=args.seed, level=level)
                 out["starters"][s.name][level] = cell
-                print(f"[starter_levels] {s.name} level {level}: {cell}", file=sys.stderr, flush=True)
+                shown = ({k: v for k, v in cell.items() if k != "won"} if "wins" in cell else
+                         {arm: cell[arm]["wins"] for arm in ("no_hint", "hint")} | cell["pairs"])
+                print(f"[starter_levels] {s.name} level {level}: {shown}", file=sys.stderr,
+                      flush=True)
     out["table"] = table(out["starters"], args.plays)
+    if args.arms == "both":
+        cells = [c for levels in out["starters"].values() for c in levels.values()]
+        pairs = {k: sum(c["pairs"][k] for c in cells) for k in cells[0]["pairs"]} if cells else {}
+        out["pairs"] = pairs | {"sign_test_p": round(sign_test(pairs.get("hinted_only", 0),
+                                                               pairs.get("unhinted_only", 0)), 4)}
+        out["wins"] = {arm: sum(c[arm]["wins"] for c in cells) for arm in ("no_hint", "hint")}
     out["seconds"] = round(time.time() - t0, 1)
     print(json.dumps(out, indent=1))
 
