@@ -54,7 +54,7 @@ class CheckReport:
     written before it was recorded): an environment is only played under the limit it passed.
     ``levels`` is the number of difficulty levels it declares (its ``LEVELS``; 1 when it has
     none, when its levels all give the same game, or when the report was written before levels
-    existed), each of which was checked.
+    existed; the lowest of its top levels when those give one game), each of which was checked.
     """
 
     env_id: str | None

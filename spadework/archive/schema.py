@@ -37,7 +37,8 @@ Versions:
    ``actor_win_rate`` as ``win_rate``, ``regret`` and ``metadata``). Those are the reference
    agent's figures, not plays of this archive, so they are kept apart from ``env_plays``.
 6. difficulty levels: ``envs.levels``, how many the environment declares and was checked at
-   (its ``LEVELS``, 1 where its levels all gave the same game; backfilled from the stored check
+   (its ``LEVELS``, less its top levels that gave the same game as the one below them, so 1
+   where they all did; backfilled from the stored check
    report, 1 where it names none);
    ``episodes.level`` and ``env_plays.level``, the level an episode and an iteration's plays
    were at (1 for rows written before levels existed, when every environment had one);
