@@ -277,7 +277,7 @@ def _reward(ctx: RunContext, it: _Iteration) -> StageResult:
     outcomes, rewards, moves = [], {}, {}
     for o in scored:
         outcomes.append(o)
-        rewards[o.env_id] = env_credit(o, rc, trackers.get(skills[o.env_id])).reward
+        rewards[o.env_id] = env_credit(o, rc, trackers.get(skills[o.env_id]))
         level, top = levels[o.env_id]
         if cc.adapt_levels and o.plays:
             moves[o.env_id] = (level, next_level(level, top, o.win_rate, up_at=cc.level_up_at,

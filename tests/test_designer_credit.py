@@ -90,19 +90,18 @@ def test_env_credit_worked_numbers():
         return env_credit(outcome, cfg, lp)
 
     # blend: 0.6 * plateau(0.25) = 0.6 * (1 - 0.15 / 0.25) = 0.24; regret term 0.4 * clip(0.625/0.15)
-    assert credit(o, RewardConfig()).reward == pytest.approx(0.24 + 0.4)
-    assert credit(o, RewardConfig(variant="solve_rate")).reward == pytest.approx(0.4)
-    assert credit(o, RewardConfig(variant="regret")).reward == pytest.approx(0.625)
+    assert credit(o, RewardConfig()) == pytest.approx(0.24 + 0.4)
+    assert credit(o, RewardConfig(variant="solve_rate")) == pytest.approx(0.4)
+    assert credit(o, RewardConfig(variant="regret")) == pytest.approx(0.625)
     # a hung step costs the design -0.5 whatever the plays
     hung = eps + [_ep("no_hint", 4, [], status="timeout", error="step: step() passed its deadline")]
-    assert credit(score_env("e", hung), RewardConfig()).reward == -0.5
+    assert credit(score_env("e", hung), RewardConfig()) == -0.5
     # learning potential: the skill's tracker sees win rates 0.25 then 0.75 (gammas 0.8 / 0.2)
     lp_cfg = RewardConfig(variant="learning_potential", lp_gamma_fast=0.8, lp_gamma_slow=0.2)
-    first = credit(o, lp_cfg)
-    assert first.reward == 0.0
+    assert credit(o, lp_cfg) == 0.0  # a fresh tracker that has seen one win rate
     better = [_ep("no_hint", i, [1.0 if i else 0.0]) for i in range(4)]
-    second = credit(score_env("e", better), lp_cfg, first.lp.update(0.75))
-    assert second.reward == pytest.approx(abs(0.65 - 0.35))  # fast 0.65, slow 0.35
+    tracker = LearningPotential(0.8, 0.2).update(0.25).update(0.75)
+    assert credit(score_env("e", better), lp_cfg, tracker) == pytest.approx(abs(0.65 - 0.35))
 
 
 def attempt(slot, skill, reward, out=(7, 8)):
@@ -172,8 +171,8 @@ def test_learning_potential_is_kept_per_skill():
     t = skill_trackers({"logic": [0.25]}, {}, cfg)  # an earlier iteration of the skill
     t = skill_trackers({"logic": [0.5, 1.0], "math": [0.5]}, t, cfg)  # this one: mean 0.75
     new_env = score_env("e", [_ep("no_hint", i, [1.0 if i else 0.0]) for i in range(4)])
-    assert env_credit(new_env, cfg, t["logic"]).reward == pytest.approx(0.3)
-    assert env_credit(new_env, cfg, t["math"]).reward == 0.0  # its skill's first observation
+    assert env_credit(new_env, cfg, t["logic"]) == pytest.approx(0.3)
+    assert env_credit(new_env, cfg, t["math"]) == 0.0  # its skill's first observation
     assert skill_trackers({"math": []}, t, cfg) == t  # nothing played: the trackers carry over
 
 
@@ -197,6 +196,6 @@ def test_a_hinted_arm_shown_no_hint_earns_the_design_no_regret(p, chance):
                                "completed", opening=f"{opening} {i}" if opening else "")
                        for arm, k in (("hint", h), ("no_hint", u)) for i in range(n)]
                 o = score_env("e", eps)
-                expected += pr * env_credit(o, RewardConfig(), None).reward
+                expected += pr * env_credit(o, RewardConfig(), None)
                 plateau_part += pr * 0.6 * plateau(o.win_rate)
         assert expected - plateau_part == pytest.approx(paid, abs=5e-4), opening

@@ -28,7 +28,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from spadework.archive.records import ACCEPTED, DesignAttempt
@@ -147,16 +146,6 @@ def designer_reward(
     return VARIANT_REWARDS[variant](w, regret, rets, lp, c)
 
 
-@dataclass(frozen=True)
-class EnvCredit:
-    """What one played environment's design earns this iteration, and the learning-potential
-    tracker it was scored with."""
-
-    env_id: str
-    reward: float
-    lp: LearningPotential
-
-
 def skill_trackers(win_rates: Mapping[str, Sequence[float]],
                    before: Mapping[str, LearningPotential], cfg: RewardConfig
                    ) -> dict[str, LearningPotential]:
@@ -183,7 +172,7 @@ def skill_trackers(win_rates: Mapping[str, Sequence[float]],
     return out
 
 
-def env_credit(outcome: EnvOutcome, cfg: RewardConfig, lp: LearningPotential | None) -> EnvCredit:
+def env_credit(outcome: EnvOutcome, cfg: RewardConfig, lp: LearningPotential | None) -> float:
     """The design reward of one environment from how it played (``outcome``), under ``cfg``.
 
     ``lp``: the tracker of the environment's skill after this iteration's plays
@@ -192,7 +181,7 @@ def env_credit(outcome: EnvOutcome, cfg: RewardConfig, lp: LearningPotential | N
 
     >>> o = EnvOutcome("e", plays=2, wins=1, win_rate=0.5, regret=0.5, step_timeout=False,
     ...                returns=(1.0, 0.0))
-    >>> env_credit(o, RewardConfig(), None).reward   # 0.6 * plateau(0.5) + 0.4 * clip(0.5 / 0.15)
+    >>> env_credit(o, RewardConfig(), None)   # 0.6 * plateau(0.5) + 0.4 * clip(0.5 / 0.15)
     1.0
     """
     tracker = lp
@@ -200,10 +189,9 @@ def env_credit(outcome: EnvOutcome, cfg: RewardConfig, lp: LearningPotential | N
         tracker = LearningPotential(cfg.lp_gamma_fast, cfg.lp_gamma_slow)
         if outcome.plays:  # an outcome of no plays (every one failed) has no win rate to observe
             tracker = tracker.update(outcome.win_rate)
-    raw = designer_reward(
+    return designer_reward(
         cfg.variant, win_rate=outcome.win_rate, regret=outcome.regret, returns=outcome.returns,
         lp=tracker, step_timeout=outcome.step_timeout, cfg=cfg)
-    return EnvCredit(outcome.env_id, raw, tracker)
 
 
 # -- what a rejected design earns ---------------------------------------------------------------
@@ -301,7 +289,7 @@ def trained_at_birth(attempt: DesignAttempt, rejected_first_attempts: str) -> bo
 def credit_attempts(pending: Sequence[DesignAttempt], env_rewards: Mapping[str, float],
                     cfg: RewardConfig, rejected_first_attempts: str) -> list[tuple[tuple[int, int, int], float]]:
     """(attempt key, reward) for each pending attempt that can be credited now: an accepted one
-    whose environment was played (``env_rewards``: env id -> :attr:`EnvCredit.reward`), a
+    whose environment was played (``env_rewards``: env id -> :func:`env_credit`), a
     rejected first attempt when rejections earn the rejection reward. Repairs never are.
 
     >>> a = DesignAttempt(0, 0, 0, None, "games", None, (), "", (), (), (), "static")
