@@ -314,3 +314,30 @@ def test_a_level_is_played_as_asked_and_checked_against_the_environment(tmp_path
         sg.make(GOOD / "arithmetic_chain.py", level=2)
     with pytest.raises(ConfigError, match="level must be an integer >= 1"):
         sg.make(module, level=0)
+
+
+def test_an_archived_environment_has_the_levels_its_check_counted(tmp_path):
+    """A game that stops growing at level 2 of its 3 is checked and archived with 2 levels
+    (levels 2 and 3 give one game); played from the archive it has 2, as a run plays it, and
+    level 3 is refused with why. Its module file still declares and plays 3."""
+    from spadework.designer.examples import GAMES_EXAMPLE
+
+    code = GAMES_EXAMPLE.replace("self.years = self.level", "self.years = min(self.level, 2)")
+    assert code != GAMES_EXAMPLE
+    with Sandbox(Limits()) as sb:
+        report = check(code, sandbox=sb, config=CheckConfig(max_turns=4), module=True)
+    assert report.ok and report.levels == 2, report.results
+    db = tmp_path / "archive.sqlite"
+    with Archive.open(db) as a:
+        a.add_env(EnvRecord.from_check(code, report, iteration=0, setting="games", skill=None))
+    with sg.make(db, env_id=report.env_id[:8], level=2) as env:
+        assert env.levels == 2
+        assert play_solution(env, seed=5)[:2] == (1.0, True)
+    with pytest.raises(ConfigError, match="declares LEVELS = 3, but its levels above 2 gave the "
+                                          "same game as level 2 when it was checked; choose a "
+                                          "level from 1 to 2"):
+        sg.make(db, env_id=report.env_id[:8], level=3)
+    module = tmp_path / "capped.py"
+    module.write_text(code)
+    with sg.make(module, max_turns=4, level=3) as env:
+        assert env.levels == 3

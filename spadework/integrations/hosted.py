@@ -207,11 +207,17 @@ class HostedEnv:
                                   level=None if level == 1 else level)
 
     def _levels(self) -> int:
-        """The environment's LEVELS, with ``self.level`` checked against it."""
-        levels = levels_of(call_env("LEVELS", self._handle.levels))
+        """The environment's levels, with ``self.level`` checked against them: its LEVELS, or
+        for an archived environment the levels its check counted, fewer where its top levels
+        gave one game (``spadework.env.stages.same_levels``), as a run plays it."""
+        declared = levels_of(call_env("LEVELS", self._handle.levels))
+        levels = min(declared, self.source.levels) if self.found.origin == "archive" else declared
         if self.level > levels:
+            why = (f"declares LEVELS = {declared}" if levels == declared else
+                   f"declares LEVELS = {declared}, but its levels above {levels} gave the same "
+                   f"game as level {levels} when it was checked")
             raise ConfigError(f"level {self.level} was asked for, but {self.source.class_name} "
-                              f"declares LEVELS = {levels}; choose a level from 1 to {levels}")
+                              f"{why}; choose a level from 1 to {levels}")
         return levels
 
 
