@@ -67,6 +67,8 @@ def measure_regret(policy, sandbox, env, *, plays: int, play_cfg, seed: int,
     hinted arm shown the environment's own ``hint()`` as a run shows it
     (``spadework.rollout.regret_jobs``): a :func:`cell` per arm (``hint``, ``no_hint``) and
     ``pairs``, the instances by which arm won them."""
+    from agent_replies import PAIRS
+
     from spadework.rollout import play, regret_jobs
 
     t = time.time()
@@ -74,10 +76,8 @@ def measure_regret(policy, sandbox, env, *, plays: int, play_cfg, seed: int,
                play_cfg, seed=seed)
     seconds = time.time() - t
     out = {arm: cell([e for e in eps if e.arm == arm], seconds) for arm in ("hint", "no_hint")}
-    names = {(False, False): "neither", (False, True): "unhinted_only",
-             (True, False): "hinted_only", (True, True): "both"}
-    pairs = [names[h, u] for h, u in zip(out["hint"]["won"], out["no_hint"]["won"])]
-    out["pairs"] = {k: pairs.count(k) for k in names.values()}
+    pairs = [PAIRS[h, u] for h, u in zip(out["hint"]["won"], out["no_hint"]["won"])]
+    out["pairs"] = {k: pairs.count(k) for k in PAIRS.values()}
     return out
 
 

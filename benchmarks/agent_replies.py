@@ -63,6 +63,11 @@ def iteration_figures(episodes: list, format_weight: float) -> dict:
     }
 
 
+#: An instance both arms played, named by which arm won it: (hinted won, unhinted won) -> name.
+PAIRS = {(False, False): "neither", (False, True): "unhinted_only",
+         (True, False): "hinted_only", (True, True): "both"}
+
+
 def arm_pairs(by_iteration: dict) -> dict:
     """The instances both arms played to a game's end (``by_iteration``: iteration -> its
     episodes), by who won, and the exact two-sided sign test p over those only one arm won.
@@ -83,10 +88,8 @@ def arm_pairs(by_iteration: dict) -> dict:
     counts = Counter()
     for arms in won.values():
         if len(arms) == 2:
-            counts[{(False, False): "neither", (False, True): "unhinted_only",
-                    (True, False): "hinted_only", (True, True): "both"}[
-                        (arms["hint"], arms["no_hint"])]] += 1
-    return {k: counts[k] for k in ("neither", "unhinted_only", "hinted_only", "both")} | {
+            counts[PAIRS[arms["hint"], arms["no_hint"]]] += 1
+    return {k: counts[k] for k in PAIRS.values()} | {
         "sign_test_p": round(sign_test(counts["hinted_only"], counts["unhinted_only"]), 4)}
 
 

@@ -322,13 +322,11 @@ def check(
         if same is None:
             return levels, summary
         lowest, seeds = same
-        played = "as one level" if lowest == 1 else f"with {lowest} levels"
+        above, played = ("", "as one level") if lowest == 1 else (f" above level {lowest}",
+                                                                  f"with {lowest} levels")
         return lowest, (f"{summary}; levels {lowest}-{levels} give the same game on seeds "
-                        f"{seeds[0]}..{seeds[-1]} (self.level changes nothing the agent sees "
-                        f"above level {lowest})" if lowest > 1 else
-                        f"{summary}; levels 1-{levels} give the same game on seeds "
-                        f"{seeds[0]}..{seeds[-1]} (self.level changes nothing the agent sees)"
-                        ) + f", so it is checked and played {played}"
+                        f"{seeds[0]}..{seeds[-1]} (self.level changes nothing the agent sees"
+                        f"{above}), so it is checked and played {played}")
 
     levels = stages.run("load", load) or 1
     solvable = solvable_seeds(cfg.seed, env_id, n_seeds)
